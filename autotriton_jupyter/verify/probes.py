@@ -1,0 +1,188 @@
+"""Instruments installed inside a candidate worker before the candidate's code is imported.
+
+- LaunchProbe wraps `run` of every Triton KernelInterface class (JITFunction, the CPU
+  interpreter's InterpretedFunction, Autotuner, Heuristics; found by walking
+  subclasses, so Triton 3.6-3.9 all work) to count launches of the candidate's own
+  kernels, to note the stream they go to, and to mark "inside a Triton launch" so
+  the op audit does not blame the interpreter's own tensor work on the candidate.
+- OpAudit is a TorchDispatchMode that records every ATen op forward runs.
+- identity_snapshot / changed_identities catch monkeypatching of torch, triton,
+  the clock and built-ins.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import os
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# Ops that only allocate, view, copy or describe data. Everything else is compute.
+NON_COMPUTE_OPS = frozenset(
+    """
+    empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like new_zeros
+    ones ones_like new_ones full full_like new_full scalar_tensor arange lift_fresh
+    lift_fresh_copy fill fill_ zero zero_ resize_ set_
+    view _unsafe_view reshape _reshape_alias as_strided permute transpose t expand expand_as
+    squeeze unsqueeze slice select split split_with_sizes chunk unbind narrow alias detach
+    detach_ view_as view_as_real view_as_complex diagonal movedim flatten unflatten unfold
+    swapaxes swapdims mT
+    clone copy_ _to_copy contiguous to _copy_from _copy_from_and_resize
+    size stride numel dim is_contiguous sym_size sym_stride sym_numel sym_storage_offset
+    _local_scalar_dense is_same_size _has_compatible_shallow_copy_type
+    """.split()
+)
+
+
+def op_name(func: Any) -> str:
+    """Short name of an ATen overload: aten::addmm.default -> "addmm"."""
+    schema = getattr(func, "_schema", None)
+    if schema is None:
+        return str(func)
+    ns, _, name = schema.name.partition("::")
+    return name if ns == "aten" else schema.name
+
+
+class LaunchProbe:
+    """Counts launches of Triton kernels, split into the candidate's own and foreign ones."""
+
+    def __init__(self, own_file: str) -> None:
+        self.own_file = os.path.realpath(own_file)
+        self.own: Counter[str] = Counter()
+        self.foreign: Counter[str] = Counter()
+        self.streams: set[int] = set()
+        self.depth = 0
+        self.recording = False
+        self._patched: list[tuple[type, Any]] = []
+
+    def reset(self) -> None:
+        self.own.clear()
+        self.foreign.clear()
+        self.streams.clear()
+
+    def install(self) -> None:
+        # Import the modules that define launchers, so their classes exist to be wrapped.
+        import triton.runtime.autotuner  # noqa: F401
+        import triton.runtime.interpreter  # noqa: F401
+        from triton.runtime.jit import KernelInterface
+
+        classes: list[type] = []
+        todo = [KernelInterface]
+        while todo:
+            cls = todo.pop()
+            classes.append(cls)
+            todo.extend(cls.__subclasses__())
+        for cls in classes:
+            if "run" in cls.__dict__ and cls is not KernelInterface:
+                self._wrap(cls, cls.__dict__["run"], KernelInterface)
+
+    def _wrap(self, cls: type, original: Any, interface: type) -> None:
+        probe = self
+
+        def run(kernel, *args, **kwargs):
+            fn = getattr(kernel, "fn", None)
+            leaf = fn is not None and not isinstance(fn, interface)
+            if leaf and probe.recording and probe.depth == 0 and not kwargs.get("warmup", False):
+                probe._count(fn, kwargs.get("grid"))
+            probe.depth += 1
+            try:
+                return original(kernel, *args, **kwargs)
+            finally:
+                probe.depth -= 1
+
+        run.__wrapped__ = original
+        cls.run = run
+        self._patched.append((cls, run))
+
+    def _count(self, fn: Any, grid: Any) -> None:
+        if isinstance(grid, tuple | list) and any(int(g) <= 0 for g in grid if isinstance(g, int)):
+            return  # an empty grid launches nothing
+        code = getattr(fn, "__code__", None)
+        name = getattr(fn, "__name__", "?")
+        if code is not None and os.path.realpath(code.co_filename) == self.own_file:
+            self.own[name] += 1
+        else:
+            self.foreign[name] += 1
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            self.streams.add(torch.cuda.current_stream().cuda_stream)
+
+
+class OpAudit(TorchDispatchMode):
+    """Records the ATen ops run outside the candidate's own Triton launches."""
+
+    def __init__(self, launches: LaunchProbe) -> None:
+        super().__init__()
+        self.launches = launches
+        self.compute: Counter[str] = Counter()
+        self.host: Counter[str] = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self.launches.depth == 0:
+            name = op_name(func)
+            if name not in NON_COMPUTE_OPS:
+                self.compute[name] += 1
+            elif _moves_to_host(name, args, kwargs):
+                self.host[name] += 1
+        return func(*args, **kwargs)
+
+
+def _moves_to_host(name: str, args: tuple, kwargs: dict) -> bool:
+    def on_gpu(x: Any) -> bool:
+        return isinstance(x, torch.Tensor) and x.device.type != "cpu"
+
+    if name == "_local_scalar_dense":
+        return bool(args) and on_gpu(args[0])
+    if name == "_to_copy":
+        dev = kwargs.get("device")
+        return bool(args) and on_gpu(args[0]) and dev is not None and torch.device(dev).type == "cpu"
+    if name in ("copy_", "_copy_from"):
+        dst, src = (args[0], args[1]) if name == "copy_" else (args[1], args[0])
+        return isinstance(dst, torch.Tensor) and dst.device.type == "cpu" and on_gpu(src)
+    return False
+
+
+def _watched() -> dict[str, Any]:
+    import triton
+    import triton.language as tl
+    import triton.testing
+    from triton.runtime import jit
+
+    return {
+        "torch": torch, "torch.Tensor": torch.Tensor, "torch.nn.Module": torch.nn.Module,
+        "torch.nn.functional": torch.nn.functional, "torch.cuda": torch.cuda,
+        "torch.testing": torch.testing, "torch.random": torch.random,
+        "triton": triton, "triton.language": tl, "triton.testing": triton.testing,
+        "triton.runtime.jit": jit, "JITFunction": jit.JITFunction, "time": time,
+        "math": math, "builtins": builtins, "threading": threading, "os": os,
+    }
+
+
+def identity_snapshot() -> dict[str, int]:
+    """Identity of every callable, class and module reachable from the watched namespaces."""
+    snap: dict[str, int] = {}
+    for label, obj in _watched().items():
+        for key, value in list(vars(obj).items()):
+            if callable(value) or isinstance(value, type(os)):
+                snap[f"{label}.{key}"] = id(value)
+    return snap
+
+
+def changed_identities(before: dict[str, int]) -> list[str]:
+    """Names from `before` that now point at a different object or are gone."""
+    after = identity_snapshot()
+    return sorted(k for k, v in before.items() if after.get(k) != v)
+
+
+def native_thread_count() -> int:
+    """Threads of this process as the OS sees them (Python and native)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()

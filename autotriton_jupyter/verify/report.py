@@ -1,0 +1,124 @@
+"""The Report: what the verifier concluded about one candidate (JSON-serialisable, versioned)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+PASS, FAIL, SKIP, INCONCLUSIVE = "pass", "fail", "skip", "inconclusive"
+
+
+@dataclass
+class Check:
+    """One named check and its outcome; `message` says in one sentence what was wrong."""
+
+    name: str
+    status: str
+    message: str = ""
+
+
+@dataclass
+class Report:
+    """Everything known about one candidate; `verdict` is "pass" only if every check passed."""
+
+    verdict: str = FAIL
+    checks: list[Check] = field(default_factory=list)
+    correctness: dict[str, Any] | None = None
+    timing: dict[str, Any] | None = None
+    device: str = "cpu"
+    interpreted: bool = False
+    kernels: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    task: str = ""
+    candidate: str = ""
+    seconds: dict[str, float] = field(default_factory=dict)
+    schema: int = SCHEMA_VERSION
+
+    def add(self, name: str, status: str, message: str = "") -> None:
+        """Record a check outcome; the first failure of a check is the one kept."""
+        for c in self.checks:
+            if c.name == name:
+                if c.status == PASS and status != PASS:
+                    c.status, c.message = status, message
+                return
+        self.checks.append(Check(name, status, message))
+
+    def failed(self) -> list[Check]:
+        """Checks that stop the candidate from passing."""
+        return [c for c in self.checks if c.status in (FAIL, INCONCLUSIVE)]
+
+    def finish(self) -> Report:
+        """Set the verdict from the checks."""
+        self.verdict = PASS if self.checks and not self.failed() else FAIL
+        return self
+
+    @property
+    def reasons(self) -> list[dict[str, str]]:
+        """The failing checks as {check, message}, in the order they were found."""
+        return [{"check": c.name, "message": c.message} for c in self.failed()]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain dict, as written by `--json`."""
+        d = asdict(self)
+        d["reasons"] = self.reasons
+        order = ["schema", "verdict", "reasons", "checks", "correctness", "timing", "device",
+                 "interpreted", "kernels", "notes", "errors", "task", "candidate", "seconds"]
+        return {k: d[k] for k in order}
+
+    def to_json(self, indent: int | None = None) -> str:
+        """The report as JSON text."""
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Report:
+        """Read a report written by `to_dict` (unknown keys are ignored)."""
+        if d.get("schema") != SCHEMA_VERSION:
+            raise ValueError(f"report schema {d.get('schema')} is not {SCHEMA_VERSION}")
+        fields = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        fields["checks"] = [Check(**c) for c in d.get("checks", [])]
+        return cls(**fields)
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:.4f} ms"
+
+
+def format_text(r: Report) -> str:
+    """Human-readable report: verdict first, then reasons, errors and timing."""
+    lines = [f"verdict: {r.verdict.upper()}  ({r.candidate or 'candidate'} vs {r.task or 'task'})"]
+    for c in r.failed():
+        lines.append(f"  x {c.name}: {c.message}")
+    c = r.correctness
+    if c:
+        lines.append(
+            f"correctness: {c.get('runs', 0)} runs on {c.get('input_sets', 0)} fresh input sets, "
+            f"max abs err {c.get('max_abs_err', float('nan')):.3g}, "
+            f"max rel err {c.get('max_rel_err', float('nan')):.3g} "
+            f"(atol {c.get('atol')}, rtol {c.get('rtol')})"
+        )
+    if r.kernels:
+        lines.append("kernels launched in forward: "
+                     + ", ".join(f"{k} x{n}" for k, n in r.kernels.items()))
+    mode = "Triton CPU interpreter" if r.interpreted else r.device
+    lines.append(f"device: {mode}")
+    t = r.timing
+    if t is None:
+        why = "" if r.interpreted or r.device == "cpu" else " (not requested or not reached)"
+        lines.append(f"timing: not measured{' on the CPU interpreter' if r.interpreted else why}")
+    else:
+        lines.append("timing (median of runs, L2 flushed):")
+        lines.append(f"  candidate        {_ms(t.get('candidate_ms'))}")
+        lines.append(f"  eager PyTorch    {_ms(t.get('eager_ms'))}"
+                     + (f"   speedup {t['speedup_vs_eager']:.2f}x" if t.get("speedup_vs_eager") else ""))
+        lines.append(f"  torch.compile    {_ms(t.get('compile_ms'))}"
+                     + (f"   speedup {t['speedup_vs_compile']:.2f}x" if t.get("speedup_vs_compile") else ""))
+    for n in r.notes:
+        lines.append(f"note: {n}")
+    for e in r.errors:
+        lines.append("error output:")
+        lines.extend("  " + ln for ln in e.rstrip().splitlines()[-15:])
+    return "\n".join(lines)

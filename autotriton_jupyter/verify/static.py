@@ -1,0 +1,359 @@
+"""Static lint of a candidate's source, run before any of it executes.
+
+Each rule is a general mechanism against a family of cheats (see VERIFY.md): names
+are resolved through the candidate's own imports, so `import torch as T; T.compile`
+is caught the same as `torch.compile`.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+# Modules whose only use in a kernel file is to escape the judge, hide work or
+# compute on the host.
+BANNED_MODULES = {
+    "ctypes": "loads native code",
+    "cffi": "loads native code",
+    "subprocess": "starts processes",
+    "multiprocessing": "starts processes",
+    "torch.multiprocessing": "starts processes",
+    "threading": "runs work on background threads",
+    "_thread": "runs work on background threads",
+    "concurrent": "runs work on background threads",
+    "asyncio": "runs work in the background",
+    "signal": "interferes with the judge's process control",
+    "gc": "can reach objects it was not given",
+    "inspect": "can reach objects it was not given",
+    "importlib": "imports code the lint cannot see",
+    "builtins": "can replace Python built-ins",
+    "pickle": "can run hidden code",
+    "marshal": "can run hidden code",
+    "socket": "talks to the network",
+    "numpy": "computes on the host",
+    "numba": "generates kernels that are not Triton",
+    "cupy": "generates kernels that are not Triton",
+    "pycuda": "generates kernels that are not Triton",
+    "torch.utils.cpp_extension": "compiles C++/CUDA kernels that are not Triton",
+    "torch._inductor": "uses torch.compile's generated kernels",
+    "torch._dynamo": "uses torch.compile",
+    "torch.jit": "uses TorchScript",
+    "torch.cuda.graphs": "uses CUDA graphs",
+}
+
+# Attribute paths (after alias resolution) that may not be referenced at all.
+BANNED_NAMES = {
+    "torch.compile": "torch.compile generates kernels that are not the candidate's own",
+    "torch.jit": "TorchScript is not a Triton kernel",
+    "torch.cuda.graph": "CUDA graphs replay work the timer cannot attribute",
+    "torch.cuda.CUDAGraph": "CUDA graphs replay work the timer cannot attribute",
+    "torch.cuda.make_graphed_callables": "CUDA graphs replay work the timer cannot attribute",
+    "torch.cuda.Stream": "work on a side stream escapes the timer",
+    "torch.cuda.stream": "work on a side stream escapes the timer",
+    "torch.cuda.set_stream": "work on a side stream escapes the timer",
+    "torch.cuda.ExternalStream": "work on a side stream escapes the timer",
+    "torch.Stream": "work on a side stream escapes the timer",
+    "torch.cuda.Event": "the candidate must not time itself",
+    "sys.modules": "reaches into other modules",
+    "sys._getframe": "reaches into the judge's frames",
+    "sys.settrace": "interferes with the judge",
+    "sys.setprofile": "interferes with the judge",
+    "os.system": "starts processes",
+    "os.popen": "starts processes",
+    "os.fork": "starts processes",
+    "os.kill": "interferes with the judge's process control",
+    "os._exit": "ends the process under the judge",
+    "os.environ": "changes the environment the judge relies on",
+    "time": "the candidate must not read or change clocks",
+}
+BANNED_NAME_PREFIXES = ("os.exec", "os.spawn", "os.posix_spawn")
+BANNED_BUILTINS = {
+    "eval": "runs code the lint cannot see",
+    "exec": "runs code the lint cannot see",
+    "compile": "builds code the lint cannot see",
+    "__import__": "imports code the lint cannot see",
+    "globals": "reaches into module state",
+    "open": "reads or writes files",
+    "breakpoint": "stops the process",
+    "input": "waits for input",
+}
+INTROSPECTION_ATTRS = {
+    "__class__", "__bases__", "__subclasses__", "__globals__", "__code__", "__dict__",
+    "__builtins__", "__closure__", "__mro__", "f_back", "f_globals", "f_locals",
+}
+HOST_METHODS = {"cpu", "numpy", "tolist"}
+
+
+@dataclass
+class Problem:
+    """One lint failure: the check it belongs to, the line, and a sentence for the user."""
+
+    check: str
+    line: int
+    message: str
+
+
+@dataclass
+class LintResult:
+    """Problems that fail the candidate, and notes that do not."""
+
+    problems: list[Problem]
+    notes: list[str]
+    kernels: list[str]
+
+
+def _is_triton_decorator(dec: ast.expr, names: dict[str, str]) -> bool:
+    target = dec.func if isinstance(dec, ast.Call) else dec
+    full = _resolve(target, names)
+    return full is not None and full.split(".")[0] == "triton" and full.rsplit(".", 1)[-1] in (
+        "jit", "autotune", "heuristics")
+
+
+def _dotted(node: ast.expr) -> list[str] | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return parts[::-1]
+    return None
+
+
+def _resolve(node: ast.expr, names: dict[str, str]) -> str | None:
+    """The full dotted path of an expression rooted at an imported name, else None."""
+    parts = _dotted(node)
+    if not parts or parts[0] not in names:
+        return None
+    return ".".join([names[parts[0]], *parts[1:]])
+
+
+def _imports(tree: ast.Module) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    names[a.asname] = a.name
+                else:
+                    root = a.name.split(".")[0]
+                    names[root] = root
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for a in node.names:
+                names[a.asname or a.name] = f"{node.module}.{a.name}"
+    return names
+
+
+def _banned_module(full: str) -> str | None:
+    for mod, why in BANNED_MODULES.items():
+        if full == mod or full.startswith(mod + "."):
+            return why
+    return None
+
+
+def _banned_name(full: str) -> str | None:
+    for name, why in BANNED_NAMES.items():
+        if full == name or full.startswith(name + "."):
+            return why
+    if full.startswith(BANNED_NAME_PREFIXES):
+        return "starts processes"
+    return None
+
+
+class _Linter(ast.NodeVisitor):
+    def __init__(self, names: dict[str, str]) -> None:
+        self.names = names
+        self.problems: list[Problem] = []
+        self.notes: list[str] = []
+        self.kernels: list[str] = []
+        self.function_depth = 0
+        self.in_kernel = False
+        self.seen_names: set[tuple[int, str]] = set()
+
+    def fail(self, check: str, node: ast.AST, message: str) -> None:
+        self.problems.append(Problem(check, getattr(node, "lineno", 0), message))
+
+    # imports -------------------------------------------------------------
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            why = _banned_module(a.name)
+            if why:
+                self.fail("forbidden_import", node, f"line {node.lineno}: imports {a.name}, which {why}.")
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level:
+            self.fail("forbidden_import", node, f"line {node.lineno}: relative imports cannot be checked; import by full name.")
+            return
+        for a in node.names:
+            full = f"{node.module}.{a.name}"
+            why = _banned_module(full) or _banned_name(full)
+            if why:
+                self.fail("forbidden_import", node, f"line {node.lineno}: imports {full}, which {why}.")
+
+    # functions and kernels --------------------------------------------------
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        is_kernel = any(_is_triton_decorator(d, self.names) for d in node.decorator_list)
+        if is_kernel:
+            self.kernels.append(node.name)
+        was = self.in_kernel
+        self.in_kernel = was or is_kernel
+        self.function_depth += 1
+        self.generic_visit(node)
+        self.function_depth -= 1
+        self.in_kernel = was
+
+    visit_FunctionDef = _function
+    visit_AsyncFunctionDef = _function
+
+    def visit_Try(self, node: ast.Try) -> None:
+        only_imports = all(isinstance(s, ast.Import | ast.ImportFrom) for s in node.body)
+        if self.function_depth or not only_imports:
+            self.fail("try_except", node,
+                      f"line {node.lineno}: try/except can hide a fallback to PyTorch when the "
+                      "kernel fails; remove it so failures are visible.")
+        self.generic_visit(node)
+
+    visit_TryStar = visit_Try
+
+    # names, attributes and calls ------------------------------------------
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in ("__builtins__",):
+            self.fail("introspection", node, f"line {node.lineno}: touches __builtins__.")
+        if self.in_kernel and node.id in self.names:
+            root = self.names[node.id].split(".")[0]
+            if root in ("torch", "numpy"):
+                self.fail("kernel_uses_torch", node,
+                          f"line {node.lineno}: a @triton.jit function uses {self.names[node.id]}; "
+                          "kernels must be written in triton.language only.")
+        self._check_path(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in INTROSPECTION_ATTRS:
+            self.fail("introspection", node,
+                      f"line {node.lineno}: uses {node.attr}, which can reach or change objects "
+                      "the candidate was not given.")
+        if self._check_path(node):
+            return
+        self.generic_visit(node)
+
+    def _check_path(self, node: ast.expr) -> bool:
+        full = _resolve(node, self.names)
+        if full is None:
+            return False
+        key = (getattr(node, "lineno", 0), full)
+        why = _banned_name(full) or _banned_module(full)
+        if why and key not in self.seen_names:
+            self.seen_names.add(key)
+            check = "forbidden_call"
+            if "stream" in why:
+                check = "side_stream"
+            elif "host" in why:
+                check = "host_compute"
+            self.fail(check, node, f"line {node.lineno}: uses {full}: {why}.")
+        return why is not None
+
+    def visit_Call(self, node: ast.Call) -> None:
+        f = node.func
+        if isinstance(f, ast.Name) and f.id in BANNED_BUILTINS and f.id not in self.names:
+            self.fail("forbidden_call", node, f"line {node.lineno}: calls {f.id}(), which {BANNED_BUILTINS[f.id]}.")
+        if isinstance(f, ast.Name) and f.id in ("setattr", "delattr") and node.args:
+            target = _resolve(node.args[0], self.names)
+            if target is not None:
+                self.fail("monkeypatch", node,
+                          f"line {node.lineno}: {f.id}() on {target} changes a module the judge relies on.")
+        if isinstance(f, ast.Attribute):
+            if f.attr in HOST_METHODS:
+                self.fail("host_compute", node,
+                          f"line {node.lineno}: .{f.attr}() moves data to the host; all compute "
+                          "must stay in the candidate's Triton kernels.")
+            elif f.attr == "to" and self._to_cpu(node):
+                self.fail("host_compute", node, f"line {node.lineno}: .to('cpu') moves data to the host.")
+            elif f.attr == "item":
+                self.notes.append(f"line {node.lineno}: .item() reads a value back to the host (a "
+                                  "device sync); the op audit fails it on a GPU.")
+        self.generic_visit(node)
+
+    @staticmethod
+    def _to_cpu(node: ast.Call) -> bool:
+        vals = list(node.args) + [k.value for k in node.keywords if k.arg == "device"]
+        for v in vals:
+            if isinstance(v, ast.Constant) and v.value == "cpu":
+                return True
+            if isinstance(v, ast.Call) and v.args and isinstance(v.args[0], ast.Constant) \
+                    and v.args[0].value == "cpu":
+                return True
+        return False
+
+    # assignments into other modules ----------------------------------------
+    def _target(self, t: ast.expr, node: ast.AST) -> None:
+        if isinstance(t, ast.Attribute | ast.Subscript):
+            base = t.value
+            full = _resolve(base, self.names)
+            if full is not None:
+                self.fail("monkeypatch", node,
+                          f"line {node.lineno}: assigns into {full}; a candidate may not change "
+                          "torch, triton or any other module.")
+        elif isinstance(t, ast.Tuple | ast.List):
+            for e in t.elts:
+                self._target(e, node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for t in node.targets:
+            self._target(t, node)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._target(node.target, node)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._target(node.target, node)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for t in node.targets:
+            self._target(t, node)
+        self.generic_visit(node)
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self.notes.append(f"line {node.lineno}: `global` state can carry results between calls; "
+                          "the stale-cache trial checks for that.")
+
+
+def _check_model_new(tree: ast.Module, names: dict[str, str], problems: list[Problem]) -> None:
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    cls = classes.get("ModelNew")
+    if cls is None:
+        problems.append(Problem("structure", 0, "The candidate defines no top-level class ModelNew."))
+        return
+    for b in cls.bases:
+        full = _resolve(b, names)
+        if full not in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+            shown = ast.unparse(b)
+            problems.append(Problem(
+                "inherits_reference", cls.lineno,
+                f"ModelNew inherits from {shown}; it must subclass nn.Module directly so that its "
+                "own forward, not an inherited one, is what runs."))
+    methods = {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
+    if "forward" not in methods:
+        problems.append(Problem("structure", cls.lineno, "ModelNew defines no forward method."))
+
+
+def lint(source: str, filename: str = "<candidate>") -> LintResult:
+    """Lint candidate source; a SyntaxError is reported as a problem, not raised."""
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as e:
+        return LintResult([Problem("syntax", e.lineno or 0,
+                                   f"The candidate is not valid Python (line {e.lineno}: {e.msg}).")],
+                          [], [])
+    names = _imports(tree)
+    linter = _Linter(names)
+    linter.visit(tree)
+    problems = linter.problems
+    _check_model_new(tree, names, problems)
+    if not linter.kernels:
+        problems.append(Problem("no_kernel", 0,
+                                "The candidate defines no @triton.jit kernel, so nothing it runs is "
+                                "its own Triton code."))
+    return LintResult(problems, linter.notes, linter.kernels)

@@ -1,0 +1,135 @@
+"""A pickle-free message format between the judge and its worker processes.
+
+Workers run untrusted code, so nothing they send may be unpickled: a message is a
+JSON header describing a tree of plain values, with tensors stored as raw bytes
+after it. Decoding never runs code and never builds anything but plain Python
+values and ordinary CPU tensors.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+import torch
+
+_DTYPES = {
+    str(dt).removeprefix("torch."): dt
+    for dt in (
+        torch.float64, torch.float32, torch.float16, torch.bfloat16,
+        torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
+        torch.bool, torch.complex64, torch.complex128,
+    )
+}
+_HEADER = struct.Struct("<Q")
+
+
+class WireError(ValueError):
+    """A message could not be encoded or decoded."""
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """The name of a dtype as it travels ("float32")."""
+    return str(dtype).removeprefix("torch.")
+
+
+def dtype_from_name(name: str) -> torch.dtype:
+    """The dtype for a travelling name; unknown names are an error."""
+    try:
+        return _DTYPES[name]
+    except KeyError:
+        raise WireError(f"unsupported dtype {name!r}") from None
+
+
+def encode(value: Any) -> bytes:
+    """Encode a tree of dicts, lists, tuples, scalars and tensors."""
+    blobs: list[bytes] = []
+
+    def walk(v: Any) -> Any:
+        if v is None or isinstance(v, bool | int | float | str):
+            if isinstance(v, float) and v != v:
+                return {"__float__": "nan"}
+            if isinstance(v, float) and v in (float("inf"), float("-inf")):
+                return {"__float__": "inf" if v > 0 else "-inf"}
+            return v
+        if isinstance(v, torch.Tensor):
+            t = v.detach()
+            if t.device.type != "cpu":
+                t = t.cpu()
+            t = t.contiguous()
+            raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+            blobs.append(raw)
+            return {"__tensor__": len(blobs) - 1, "dtype": dtype_name(t.dtype),
+                    "shape": list(t.shape)}
+        if isinstance(v, tuple):
+            return {"__tuple__": [walk(x) for x in v]}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        if isinstance(v, dict):
+            if not all(isinstance(k, str) for k in v):
+                raise WireError("only string keys can travel")
+            if any(k.startswith("__") and k.endswith("__") for k in v):
+                return {"__dict__": {k: walk(x) for k, x in v.items()}}
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, torch.dtype):
+            return {"__dtype__": dtype_name(v)}
+        if isinstance(v, torch.Size):
+            return {"__tuple__": list(v)}
+        raise WireError(f"a value of type {type(v).__name__} cannot travel between processes")
+
+    tree = walk(value)
+    header = json.dumps({"tree": tree, "sizes": [len(b) for b in blobs]}).encode()
+    return b"".join([_HEADER.pack(len(header)), header, *blobs])
+
+
+def decode(data: bytes) -> Any:
+    """Decode what `encode` produced; malformed input raises WireError."""
+    try:
+        (n,) = _HEADER.unpack_from(data, 0)
+        meta = json.loads(data[_HEADER.size : _HEADER.size + n])
+        sizes = meta["sizes"]
+        tree = meta["tree"]
+    except (struct.error, ValueError, KeyError, TypeError) as e:
+        raise WireError(f"malformed message: {e}") from None
+    offsets = [_HEADER.size + n]
+    for s in sizes:
+        offsets.append(offsets[-1] + int(s))
+    if offsets[-1] != len(data):
+        raise WireError("message length does not match its header")
+    view = memoryview(data)
+
+    def tensor(spec: dict) -> torch.Tensor:
+        i = int(spec["__tensor__"])
+        dtype = dtype_from_name(spec["dtype"])
+        shape = [int(s) for s in spec["shape"]]
+        raw = view[offsets[i] : offsets[i + 1]]
+        numel = 1
+        for s in shape:
+            numel *= s
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        if len(raw) != numel * itemsize:
+            raise WireError("tensor bytes do not match its shape")
+        if numel == 0:
+            return torch.empty(shape, dtype=dtype)
+        flat = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
+        return flat.view(dtype).reshape(shape)
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        if isinstance(v, dict):
+            if "__tensor__" in v:
+                return tensor(v)
+            if "__tuple__" in v:
+                return tuple(walk(x) for x in v["__tuple__"])
+            if "__float__" in v:
+                return float(v["__float__"])
+            if "__dtype__" in v:
+                return dtype_from_name(v["__dtype__"])
+            if "__dict__" in v:
+                return {k: walk(x) for k, x in v["__dict__"].items()}
+            return {k: walk(x) for k, x in v.items()}
+        return v
+
+    return walk(tree)

@@ -1,0 +1,396 @@
+"""The code that runs inside an isolated worker process.
+
+A worker is forked from a warm server that has already imported torch and triton,
+initialises its device, says it is ready, then obeys one command at a time from the
+judge. It is used for one role (the reference, or one candidate) and then killed,
+so nothing a candidate did can reach the next one. Everything it sends back goes
+through `wire` (no pickle), and the judge compares outputs itself.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import random
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch._dynamo  # noqa: F401  (it rebinds torch.manual_seed on import: do it before any snapshot)
+import triton  # noqa: F401  (imported here so the fork server preloads it)
+
+from . import probes, timing, wire
+
+CANDIDATE_MODULE = "autotriton_candidate"
+REFERENCE_MODULE = "autotriton_reference"
+
+
+class WorkerError(Exception):
+    """A failure to report to the judge with a plain message."""
+
+
+def _describe(e: BaseException) -> str:
+    try:
+        text = str(e)
+    except Exception:  # a candidate's exception may not even print
+        text = "<unprintable>"
+    text = text.strip().splitlines()[0] if text.strip() else ""
+    return f"{type(e).__name__}: {text[:400]}" if text else type(e).__name__
+
+
+def _import_file(path: Path, name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _tensors(tree: Any) -> list[torch.Tensor]:
+    if isinstance(tree, torch.Tensor):
+        return [tree]
+    if isinstance(tree, tuple | list):
+        return [t for x in tree for t in _tensors(x)]
+    return []
+
+
+def _to_device(tree: Any, device: str) -> Any:
+    if isinstance(tree, torch.Tensor):
+        return tree.to(device)
+    if isinstance(tree, tuple | list):
+        return type(tree)(_to_device(x, device) for x in tree)
+    return tree
+
+
+def _storage_range(t: torch.Tensor) -> tuple[int, int]:
+    s = t.untyped_storage()
+    return s.data_ptr(), s.data_ptr() + s.nbytes()
+
+
+class Worker:
+    """State of one worker: its role, device and whatever the commands built."""
+
+    def __init__(self, role: str, device: str, workdir: str, gpu_fraction: float) -> None:
+        self.role = role
+        self.device = device
+        self.workdir = Path(workdir)
+        self.gpu_fraction = gpu_fraction
+        self.model: Any = None
+        self.module: Any = None
+        self.sets: list[list[Any]] = []
+        self.slots: dict[int, list[Any]] = {}
+        self.out_nbytes: list[int] = []
+        self.probe: probes.LaunchProbe | None = None
+        self.snapshot: dict[str, int] = {}
+        self.poison_turn = 0
+
+    # start-up -----------------------------------------------------------------
+    def init_device(self) -> None:
+        if self.device == "cuda":
+            torch.cuda.init()
+            torch.empty(1, device="cuda")
+            if 0 < self.gpu_fraction < 1:
+                torch.cuda.set_per_process_memory_fraction(self.gpu_fraction)
+        # Start torch's intra-op thread pool now, so thread counts around forward are stable.
+        torch.ones(256, 256) @ torch.ones(256, 256)
+
+    def _write_source(self, source: str, stem: str) -> Path:
+        path = self.workdir / f"{stem}_{os.getpid()}.py"
+        path.write_text(source)
+        return path
+
+    # reference ------------------------------------------------------------------
+    def op_load_reference(self, msg: dict) -> dict:
+        path = self._write_source(msg["source"], "reference")
+        try:
+            mod = _import_file(path, REFERENCE_MODULE)
+        except BaseException as e:
+            raise WorkerError(f"Importing the reference raised {_describe(e)}") from e
+        self.module = mod
+        for name in ("Model", "get_inputs", "get_init_inputs"):
+            if not hasattr(mod, name):
+                raise WorkerError(f"The reference defines no {name}.")
+        torch.manual_seed(msg["seed"])
+        try:
+            init = list(mod.get_init_inputs())
+        except BaseException as e:
+            raise WorkerError(f"get_init_inputs() raised {_describe(e)}") from e
+        torch.manual_seed(msg["seed"])
+        try:
+            self.model = mod.Model(*init).to(self.device)
+        except BaseException as e:
+            raise WorkerError(f"Model(*get_init_inputs()) raised {_describe(e)}") from e
+        state = {k: v.detach().cpu() for k, v in self.model.state_dict().items()}
+        return {"init_inputs": init, "state": state}
+
+    def _draw(self, seed: int, variant: str) -> list[Any]:
+        torch.manual_seed(seed)
+        random.seed(seed)
+        inputs = list(self.module.get_inputs())
+        gen = torch.Generator().manual_seed(seed + 1)
+        out = []
+        for x in inputs:
+            if isinstance(x, torch.Tensor) and x.is_floating_point():
+                x = x.detach().cpu()
+                if variant == "signed":
+                    sign = torch.randint(0, 2, x.shape, generator=gen).to(x.dtype) * 2 - 1
+                    x = x * sign
+                elif variant == "scaled":
+                    x = x * 4.0 - x.mean() if x.numel() > 1 else x * 4.0
+            out.append(x)
+        return out
+
+    def op_trials(self, msg: dict) -> dict:
+        results = []
+        for spec in msg["sets"]:
+            try:
+                inputs = self._draw(spec["seed"], spec["variant"])
+            except BaseException as e:
+                raise WorkerError(f"get_inputs() raised {_describe(e)}") from e
+            sent = [x.detach().cpu().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+            dev = _to_device(inputs, self.device)
+            try:
+                with torch.no_grad():
+                    out = self.model(*dev)
+                if self.device == "cuda":
+                    torch.cuda.synchronize()
+            except BaseException as e:
+                raise WorkerError(f"The reference forward raised {_describe(e)}") from e
+            leaves = _tensors(out)
+            if not leaves or not (isinstance(out, torch.Tensor) or all(
+                    isinstance(o, torch.Tensor) for o in out)):
+                raise WorkerError("The reference forward must return a tensor or a tuple of tensors.")
+            finite = all(bool(torch.isfinite(t).all()) for t in leaves if t.is_floating_point())
+            self.sets.append(dev)
+            results.append({"label": spec["label"], "inputs": sent, "outputs": out, "finite": finite})
+        return {"sets": results}
+
+    def op_time_reference(self, msg: dict) -> dict:
+        idx = msg["sets"]
+        sets = [self.sets[i] for i in idx]
+        buffers = [x.clone() if isinstance(x, torch.Tensor) else x for x in sets[0]]
+        rng = random.Random(msg["seed"])
+        result: dict[str, Any] = {}
+        with torch.no_grad():
+            eager = timing.bench(self.model, buffers, sets, budget_s=msg["budget_s"], rng=rng)
+            result["eager_ms"] = eager["median_ms"]
+            result["eager_reps"] = eager["reps"]
+            try:
+                compiled = torch.compile(self.model)
+                c = timing.bench(compiled, buffers, sets, budget_s=msg["budget_s"], rng=rng)
+                result["compile_ms"] = c["median_ms"]
+            except BaseException as e:
+                result["compile_ms"] = None
+                result["compile_error"] = _describe(e)
+        return result
+
+    # candidate ------------------------------------------------------------------
+    def op_load_candidate(self, msg: dict) -> dict:
+        path = self._write_source(msg["source"], "candidate")
+        self.out_nbytes = list(msg.get("out_nbytes", []))
+        self.probe = probes.LaunchProbe(str(path))
+        self.probe.install()
+        self.snapshot = probes.identity_snapshot()
+        try:
+            mod = _import_file(path, CANDIDATE_MODULE)
+        except BaseException as e:
+            raise WorkerError(f"Importing the candidate raised {_describe(e)}") from e
+        cls = getattr(mod, "ModelNew", None)
+        if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+            raise WorkerError("ModelNew is not an nn.Module class.")
+        torch.manual_seed(msg["seed"])
+        try:
+            model = cls(*msg["init_inputs"]).to(self.device)
+        except BaseException as e:
+            raise WorkerError(f"ModelNew(*get_init_inputs()) raised {_describe(e)}") from e
+        copied, mode, unmatched = self._copy_state(model, msg["state"])
+        fwd = getattr(type(model), "forward", None)
+        code = getattr(fwd, "__code__", None)
+        own_forward = bool(code) and os.path.realpath(code.co_filename) == os.path.realpath(path)
+        self.model = model
+        return {
+            "copied": copied, "copy_mode": mode, "unmatched": unmatched,
+            "own_forward": own_forward,
+            "tampered": probes.changed_identities(self.snapshot),
+        }
+
+    @staticmethod
+    def _copy_state(model: torch.nn.Module, ref: dict[str, torch.Tensor]) -> tuple[int, str, list[str]]:
+        """Give the candidate the reference's parameters: by name, else by position and shape."""
+        own = model.state_dict()
+        by_name = [k for k, v in own.items() if k in ref and ref[k].shape == v.shape]
+        mode = "name"
+        pairs = [(k, k) for k in by_name]
+        if not by_name and own and len(own) == len(ref) and all(
+                a.shape == b.shape for a, b in zip(own.values(), ref.values())):
+            pairs = list(zip(own.keys(), ref.keys()))
+            mode = "position"
+        with torch.no_grad():
+            for mine, theirs in pairs:
+                own[mine].copy_(ref[theirs])
+        unmatched = [k for k in ref if k not in {t for _, t in pairs}]
+        return len(pairs), mode, unmatched
+
+    def _poison(self) -> None:
+        """Fill recently freed device memory so unwritten output elements show up as garbage."""
+        if self.device != "cuda" or not self.out_nbytes:
+            return
+        byte = (0xFF, 0x7F)[self.poison_turn % 2]  # NaN, then a huge finite value
+        self.poison_turn += 1
+        blocks = [torch.full((max(n, 1),), byte, dtype=torch.uint8, device="cuda")
+                  for n in self.out_nbytes for _ in range(2)]
+        del blocks
+
+    def _slot(self, run: dict) -> list[Any]:
+        values = self.sets[run["set"]]
+        slot = run["slot"]
+        if slot not in self.slots:
+            self.slots[slot] = [x.clone() if isinstance(x, torch.Tensor) else x for x in values]
+        else:
+            for b, v in zip(self.slots[slot], values):
+                if isinstance(b, torch.Tensor):
+                    b.copy_(v)
+        return self.slots[slot]
+
+    def _observe(self, inputs: list[Any]) -> tuple[dict, Any]:
+        """One audited forward call: its output and everything the judge needs to know about it."""
+        assert self.probe is not None
+        self._poison()
+        before = [x.clone() if isinstance(x, torch.Tensor) else None for x in inputs]
+        py_threads = threading.active_count()
+        native = probes.native_thread_count()
+        stream = torch.cuda.current_stream().cuda_stream if self.device == "cuda" else None
+        self.probe.reset()
+        audit = probes.OpAudit(self.probe)
+        obs: dict[str, Any] = {}
+        t0 = time.perf_counter()
+        self.probe.recording = True
+        try:
+            with torch.no_grad(), audit:
+                out = self.model(*inputs)
+            if self.device == "cuda":
+                torch.cuda.synchronize()
+        finally:
+            self.probe.recording = False
+        obs["seconds"] = time.perf_counter() - t0
+        obs["launches"] = dict(self.probe.own)
+        obs["foreign_launches"] = dict(self.probe.foreign)
+        obs["compute_ops"] = dict(audit.compute)
+        obs["host_ops"] = dict(audit.host)
+        obs["py_threads"] = threading.active_count() - py_threads
+        obs["native_threads"] = probes.native_thread_count() - native
+        obs["streams"] = sorted(s for s in self.probe.streams if s != stream)
+        obs["output_problem"] = self._output_problem(out)
+        in_ranges = [_storage_range(x) for x in inputs if isinstance(x, torch.Tensor)]
+        obs["aliased"] = any(
+            lo < hi2 and lo2 < hi
+            for o in _tensors(out) if o.untyped_storage().nbytes()
+            for lo, hi in [_storage_range(o)] for lo2, hi2 in in_ranges)
+        obs["mutated"] = [
+            i for i, (x, b) in enumerate(zip(inputs, before))
+            if b is not None and not torch.equal(x.reshape(-1).view(torch.uint8) if x.is_contiguous()
+                                                 else x.contiguous().reshape(-1).view(torch.uint8),
+                                                 b.reshape(-1).view(torch.uint8))]
+        return obs, (out if obs["output_problem"] is None else None)
+
+    def _output_problem(self, out: Any) -> str | None:
+        def leaf(x: Any) -> str | None:
+            if type(x) is not torch.Tensor:
+                return f"an output is a {type(x).__module__}.{type(x).__name__}, not a plain torch.Tensor"
+            if x.layout != torch.strided or x.is_meta or x.device.type != self.device:
+                return f"an output is not a real {self.device} tensor ({x.device}, {x.layout})"
+            if x.numel() and x.untyped_storage().nbytes() == 0:
+                return "an output has no storage"
+            return None
+
+        if isinstance(out, tuple | list):
+            if type(out) not in (tuple, list):
+                return f"forward returned a {type(out).__name__}, not a tuple"
+            for o in out:
+                p = leaf(o)
+                if p:
+                    return p
+            return None
+        return leaf(out)
+
+    def op_run(self, msg: dict) -> dict:
+        for values in msg.get("new_sets", []):
+            self.sets.append(_to_device(values, self.device))
+        runs = []
+        for run in msg["runs"]:
+            bufs = self._slot(run)
+            try:
+                with torch.no_grad():
+                    for _ in range(run.get("extra_calls", 0)):
+                        self.model(*bufs)  # unobserved calls: a call counter cannot know which call is checked
+                obs, out = self._observe(bufs)
+            except BaseException as e:
+                runs.append({"set": run["set"], "error": _describe(e),
+                             "traceback": traceback.format_exc()[-3000:]})
+                break
+            runs.append({"set": run["set"], "obs": obs, "outputs": out})
+        return {"runs": runs, "tampered": probes.changed_identities(self.snapshot)}
+
+    def op_time_candidate(self, msg: dict) -> dict:
+        rng = random.Random(msg["seed"])
+        sets = [self.sets[i] for i in msg["sets"]]
+        buffers = self.slots[0]
+        with torch.no_grad():
+            r = timing.bench(self.model, buffers, sets, budget_s=msg["budget_s"],
+                             keep=msg.get("keep", 3), rng=rng)
+        kept = [{"set": msg["sets"][k], "outputs": out} for k, out in r.pop("kept")]
+        # One more audited call after many: a candidate that counts calls shows itself here.
+        last = msg["sets"][rng.randrange(len(msg["sets"]))]
+        obs, out = self._observe(self._slot({"set": last, "slot": 0}))
+        return {"timing": r, "kept": kept, "after": {"set": last, "obs": obs, "outputs": out},
+                "tampered": probes.changed_identities(self.snapshot)}
+
+
+def _redirect_output(log_path: str) -> None:
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def serve(conn: Any, role: str, device: str, workdir: str, log_path: str,
+          gpu_fraction: float) -> None:
+    """Worker main loop: init, say ready, then answer commands until told to exit."""
+    _redirect_output(log_path)
+    if device == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"
+    t0 = time.perf_counter()
+    w = Worker(role, device, workdir, gpu_fraction)
+    try:
+        w.init_device()
+        conn.send_bytes(wire.encode({"ok": True, "pid": os.getpid(),
+                                     "init_s": time.perf_counter() - t0}))
+    except BaseException as e:
+        conn.send_bytes(wire.encode({"ok": False, "error": f"device start failed: {_describe(e)}"}))
+        return
+    while True:
+        try:
+            msg = wire.decode(conn.recv_bytes())
+        except (EOFError, OSError):
+            return
+        op = msg.get("op")
+        handler = getattr(w, f"op_{op}", None)
+        try:
+            if handler is None:
+                raise WorkerError(f"unknown command {op!r}")
+            reply = {"ok": True, **handler(msg)}
+        except BaseException as e:
+            reply = {"ok": False, "error": str(e) if isinstance(e, WorkerError) else _describe(e),
+                     "traceback": traceback.format_exc()[-3000:]}
+        try:
+            data = wire.encode(reply)
+        except Exception as e:
+            data = wire.encode({"ok": False, "error": f"the result could not be sent: {_describe(e)}"})
+        conn.send_bytes(data)
