@@ -23,11 +23,16 @@ def _add_verify_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trials", type=int, help="fresh input sets from get_inputs() (default 3)")
     p.add_argument("--atol", type=float, help="absolute tolerance (default 1e-2)")
     p.add_argument("--rtol", type=float, help="relative tolerance (default 1e-2)")
-    p.add_argument("--allow-torch", metavar="OPS",
-                   help="comma-separated ATen ops forward may run in PyTorch (e.g. mm,addmm); "
-                        "'all' allows any (default: none)")
+    p.add_argument(
+        "--allow-torch",
+        metavar="OPS",
+        help="comma-separated ATen ops forward may run in PyTorch (e.g. mm,addmm); "
+        "'all' allows any (default: none)",
+    )
     p.add_argument("--no-timing", action="store_true", help="skip the GPU timing")
-    p.add_argument("--timeout", type=float, help="seconds allowed per step before a worker is killed")
+    p.add_argument(
+        "--timeout", type=float, help="seconds allowed per step before a worker is killed"
+    )
     p.add_argument("--seed", type=int, help="fix the input seeds (default: fresh each run)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
@@ -70,20 +75,24 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_bench_verify(args: argparse.Namespace) -> int:
     from .verify.bench import run_benchmark
 
-    result = run_benchmark(args.reference, args.candidates, _options(args),
-                           on_event=_progress(args.quiet))
+    result = run_benchmark(
+        args.reference, args.candidates, _options(args), on_event=_progress(args.quiet)
+    )
     print(json.dumps(result, indent=2) if args.json else result["text"])
     return EXIT_PASS
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="autotriton",
-        description="Verified Triton kernels from PyTorch modules.")
+        prog="autotriton", description="Verified Triton kernels from PyTorch modules."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    v = sub.add_parser("verify", help="judge a candidate ModelNew against a reference Model",
-                       description="Exit status: 0 pass, 1 fail, 2 usage or input error.")
+    v = sub.add_parser(
+        "verify",
+        help="judge a candidate ModelNew against a reference Model",
+        description="Exit status: 0 pass, 1 fail, 2 usage or input error.",
+    )
     v.add_argument("reference", help="REF.py: Model, get_inputs(), get_init_inputs()")
     v.add_argument("candidate", help="CAND.py: ModelNew with the same signature")
     v.add_argument("--json", action="store_true", help="print the report as one JSON object")

@@ -64,14 +64,20 @@ def load(section: str, options: T) -> T:
         try:
             data = tomllib.loads(path.read_text())
         except (OSError, tomllib.TOMLDecodeError) as e:
-            raise ConfigError(f"The config file {path} cannot be read ({e}); fix or remove it.") from e
+            raise ConfigError(
+                f"The config file {path} cannot be read ({e}); fix or remove it."
+            ) from e
         table = data.get(section, {})
         for key, value in table.items():
             name = key.replace("-", "_")
             if name not in fields:
-                raise ConfigError(f"{path}: [{section}] has no setting {key!r}; "
-                                  f"known: {', '.join(sorted(fields))}.")
-            setattr(options, name, _coerce(value, getattr(options, name), f"{path} [{section}] {key}"))
+                raise ConfigError(
+                    f"{path}: [{section}] has no setting {key!r}; "
+                    f"known: {', '.join(sorted(fields))}."
+                )
+            setattr(
+                options, name, _coerce(value, getattr(options, name), f"{path} [{section}] {key}")
+            )
     prefix = f"AUTOTRITON_{section.upper()}_"
     for name in fields:
         env = os.environ.get(prefix + name.upper())

@@ -67,8 +67,10 @@ class Task:
         try:
             return ast.parse(self.source, filename=self.path or self.name)
         except SyntaxError as e:
-            raise TaskError(f"The reference {self.path or self.name} is not valid Python "
-                            f"(line {e.lineno}: {e.msg}).") from e
+            raise TaskError(
+                f"The reference {self.path or self.name} is not valid Python "
+                f"(line {e.lineno}: {e.msg})."
+            ) from e
 
     def check(self) -> None:
         """Raise TaskError unless the source parses and defines the three entry points."""
@@ -77,7 +79,8 @@ class Task:
             raise TaskError(
                 f"The reference {self.path or self.name} does not define {', '.join(missing)}. "
                 "A task needs class Model(nn.Module), get_inputs() and get_init_inputs() "
-                "(the KernelBench convention).")
+                "(the KernelBench convention)."
+            )
 
     @property
     def key(self) -> str:

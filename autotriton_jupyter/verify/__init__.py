@@ -12,8 +12,12 @@ from .report import Report, format_text
 __all__ = ["Report", "Verifier", "VerifyOptions", "format_text", "verify"]
 
 
-def verify(reference: str | Path | Task, candidate: str | Path | Candidate,
-           options: VerifyOptions | None = None, **overrides: Any) -> Report:
+def verify(
+    reference: str | Path | Task,
+    candidate: str | Path | Candidate,
+    options: VerifyOptions | None = None,
+    **overrides: Any,
+) -> Report:
     """Verify one candidate file (or Candidate) against a reference file (or Task)."""
     task = reference if isinstance(reference, Task) else Task.from_file(reference)
     cand = candidate if isinstance(candidate, Candidate) else Candidate.from_file(candidate)

@@ -26,7 +26,9 @@ def compare(out: Any, ref: Any, atol: float, rtol: float) -> Comparison:
     """Exact dtype and shape, same NaN/inf pattern, then |out-ref| <= atol + rtol*|ref|."""
     outs, refs = _leaves(out), _leaves(ref)
     if len(outs) != len(refs):
-        return Comparison(False, f"forward returned {len(outs)} outputs; the reference returns {len(refs)}")
+        return Comparison(
+            False, f"forward returned {len(outs)} outputs; the reference returns {len(refs)}"
+        )
     worst_abs = worst_rel = 0.0
     for i, (o, r) in enumerate(zip(outs, refs)):
         where = f"output {i}" if len(refs) > 1 else "the output"
@@ -35,25 +37,40 @@ def compare(out: Any, ref: Any, atol: float, rtol: float) -> Comparison:
         if o.dtype != r.dtype:
             return Comparison(False, f"{where} has dtype {o.dtype}; the reference gives {r.dtype}")
         if o.shape != r.shape:
-            return Comparison(False, f"{where} has shape {tuple(o.shape)}; the reference gives {tuple(r.shape)}")
+            return Comparison(
+                False, f"{where} has shape {tuple(o.shape)}; the reference gives {tuple(r.shape)}"
+            )
         if not (o.is_floating_point() or o.is_complex()):
             if not torch.equal(o, r):
                 n = int((o != r).sum())
-                return Comparison(False, f"{where} differs from the reference in {n} of {r.numel()} elements")
+                return Comparison(
+                    False, f"{where} differs from the reference in {n} of {r.numel()} elements"
+                )
             continue
-        o64, r64 = o.to(torch.complex128 if o.is_complex() else torch.float64), \
-            r.to(torch.complex128 if r.is_complex() else torch.float64)
+        o64, r64 = (
+            o.to(torch.complex128 if o.is_complex() else torch.float64),
+            r.to(torch.complex128 if r.is_complex() else torch.float64),
+        )
         on, rn = torch.isnan(o64), torch.isnan(r64)
         if not torch.equal(on, rn):
             extra = int((on & ~rn).sum())
             missing = int((rn & ~on).sum())
-            return Comparison(False, f"{where} has NaN in {extra} places where the reference has none"
-                              if extra else f"{where} lacks {missing} NaNs the reference has",
-                              float("nan"), float("nan"))
+            return Comparison(
+                False,
+                f"{where} has NaN in {extra} places where the reference has none"
+                if extra
+                else f"{where} lacks {missing} NaNs the reference has",
+                float("nan"),
+                float("nan"),
+            )
         oi, ri = torch.isinf(o64), torch.isinf(r64)
         if not torch.equal(oi, ri) or not torch.equal(o64[oi], r64[ri]):
-            return Comparison(False, f"{where} has infinities where the reference has none (or the other way)",
-                              float("inf"), float("inf"))
+            return Comparison(
+                False,
+                f"{where} has infinities where the reference has none (or the other way)",
+                float("inf"),
+                float("inf"),
+            )
         finite = ~(rn | ri)
         if finite.any():
             diff = (o64[finite] - r64[finite]).abs()
@@ -64,9 +81,12 @@ def compare(out: Any, ref: Any, atol: float, rtol: float) -> Comparison:
             if bad.any():
                 n = int(bad.sum())
                 return Comparison(
-                    False, f"{where} differs from the reference in {n} of {r.numel()} elements "
+                    False,
+                    f"{where} differs from the reference in {n} of {r.numel()} elements "
                     f"(max abs error {float(diff.max()):.3g}, atol {atol:g}, rtol {rtol:g})",
-                    worst_abs, worst_rel)
+                    worst_abs,
+                    worst_rel,
+                )
     return Comparison(True, "", worst_abs, worst_rel)
 
 
@@ -77,7 +97,9 @@ def null_outputs(ref: Any, inputs: list[Any]) -> list[tuple[str, Any]]:
     cands = [("zeros", shaped([torch.zeros_like(r) for r in refs]))]
     copies = []
     for r in refs:
-        match = next((x for x in inputs if isinstance(x, torch.Tensor) and x.shape == r.shape), None)
+        match = next(
+            (x for x in inputs if isinstance(x, torch.Tensor) and x.shape == r.shape), None
+        )
         copies.append(None if match is None else match.to(r.dtype))
     if all(c is not None for c in copies):
         cands.append(("a copy of the input", shaped(copies)))
@@ -89,8 +111,11 @@ def null_control(sets: list[dict[str, Any]], atol: float, rtol: float) -> str | 
     passing: set[str] = set()
     first = True
     for s in sets:
-        names = {name for name, out in null_outputs(s["outputs"], s["inputs"])
-                 if compare(out, s["outputs"], atol, rtol).ok}
+        names = {
+            name
+            for name, out in null_outputs(s["outputs"], s["inputs"])
+            if compare(out, s["outputs"], atol, rtol).ok
+        }
         passing = names if first else passing & names
         first = False
         if not passing:

@@ -73,8 +73,10 @@ def resolve_device(device: str) -> str:
         raise TaskError(f"Unknown device {device!r}; use auto, cpu or cuda.")
     has_cuda = torch.cuda.is_available()
     if device == "cuda" and not has_cuda:
-        raise TaskError("--device cuda was asked for, but PyTorch sees no CUDA device here; "
-                        "use --device cpu (Triton's interpreter) or run on a GPU machine.")
+        raise TaskError(
+            "--device cuda was asked for, but PyTorch sees no CUDA device here; "
+            "use --device cpu (Triton's interpreter) or run on a GPU machine."
+        )
     if device == "auto":
         return "cuda" if has_cuda else "cpu"
     return device
@@ -94,16 +96,26 @@ def _fmt_ops(ops: dict[str, int]) -> str:
 class Verifier:
     """Verifies candidates against tasks with a pool of isolated workers; use as a context manager."""
 
-    def __init__(self, options: VerifyOptions | None = None, on_event: EventSink | None = None) -> None:
+    def __init__(
+        self, options: VerifyOptions | None = None, on_event: EventSink | None = None
+    ) -> None:
         self.options = options or VerifyOptions()
         self.device = resolve_device(self.options.device)
         self.on_event = on_event or (lambda _msg: None)
         o = self.options
         self.parallel = o.parallel or (4 if self.device == "cuda" else min(2, os.cpu_count() or 1))
-        limit = o.memory_limit_gb * 2**30 if o.memory_limit_gb else _total_memory() * 0.5 / self.parallel
-        self.pool = Pool(self.device, spares=self.parallel, memory_limit=int(limit),
-                         gpu_fraction=0.9 / (self.parallel + 1) if self.device == "cuda" else 0.0,
-                         start_timeout=max(120.0, o.timeout))
+        limit = (
+            o.memory_limit_gb * 2**30
+            if o.memory_limit_gb
+            else _total_memory() * 0.5 / self.parallel
+        )
+        self.pool = Pool(
+            self.device,
+            spares=self.parallel,
+            memory_limit=int(limit),
+            gpu_fraction=0.9 / (self.parallel + 1) if self.device == "cuda" else 0.0,
+            start_timeout=max(120.0, o.timeout),
+        )
         self._refs: dict[str, Reference] = {}
         self._refs_lock = threading.Lock()
 
@@ -136,24 +148,36 @@ class Verifier:
         w = self.pool.acquire()
         try:
             with self.pool.lock.shared():
-                loaded = w.call("load_reference", o.timeout, "The reference", source=task.source,
-                                seed=seed)
-                specs = [{"label": f"fresh-{i + 1}", "seed": seed + 101 * (i + 1), "variant": "none"}
-                         for i in range(max(1, o.trials))]
-                specs += [{"label": v, "seed": seed + 7919 * (k + 1), "variant": v}
-                          for k, v in enumerate(("signed", "scaled"))]
+                loaded = w.call(
+                    "load_reference", o.timeout, "The reference", source=task.source, seed=seed
+                )
+                specs = [
+                    {"label": f"fresh-{i + 1}", "seed": seed + 101 * (i + 1), "variant": "none"}
+                    for i in range(max(1, o.trials))
+                ]
+                specs += [
+                    {"label": v, "seed": seed + 7919 * (k + 1), "variant": v}
+                    for k, v in enumerate(("signed", "scaled"))
+                ]
                 self.on_event(f"reference: computing outputs on {len(specs)} input sets")
                 got = w.call("trials", o.timeout, "The reference", sets=specs)
         except WorkerFailure as f:
             self.pool.release(w)
-            detail = f" Its output ended with:\n{f.log.strip()[-800:]}" if f.kind == "crash" and f.log else ""
-            raise TaskError(f"The reference {task.path or task.name} cannot be run: {f.message}"
-                            f"{detail}") from f
+            detail = (
+                f" Its output ended with:\n{f.log.strip()[-800:]}"
+                if f.kind == "crash" and f.log
+                else ""
+            )
+            raise TaskError(
+                f"The reference {task.path or task.name} cannot be run: {f.message}{detail}"
+            ) from f
         sets, notes = [], []
         for s in got["sets"]:
             if s["label"] in ("signed", "scaled") and not s["finite"] and got["sets"][0]["finite"]:
-                notes.append(f"the {s['label']} input variant makes the reference non-finite, so it "
-                             "was left out")
+                notes.append(
+                    f"the {s['label']} input variant makes the reference non-finite, so it "
+                    "was left out"
+                )
                 continue
             sets.append(s)
         ref = Reference(task, w, seed, loaded["init_inputs"], loaded["state"], sets, notes)
@@ -166,18 +190,27 @@ class Verifier:
                 self.on_event("reference: timing eager PyTorch and torch.compile")
                 with self.pool.lock.exclusive():
                     ref.timing = ref.worker.call(
-                        "time_reference", max(self.options.timeout, 300.0), "Timing the reference",
-                        sets=list(range(len(ref.sets))), seed=ref.seed,
-                        budget_s=self.options.timing_budget_s)
+                        "time_reference",
+                        max(self.options.timeout, 300.0),
+                        "Timing the reference",
+                        sets=list(range(len(ref.sets))),
+                        seed=ref.seed,
+                        budget_s=self.options.timing_budget_s,
+                    )
             return ref.timing
 
     # candidates ------------------------------------------------------------------------
     def verify(self, task: Task, candidate: Candidate) -> Report:
-        """Judge one candidate; worker trouble becomes a failing check, never an exception."""
+        """Judge one candidate; its trouble becomes a failing check. A broken task raises TaskError."""
         t0 = time.perf_counter()
         o = self.options
-        r = Report(device=self.device, interpreted=self.device == "cpu",
-                   task=task.path or task.name, candidate=candidate.path or candidate.name)
+        r = Report(
+            device=self.device,
+            interpreted=self.device == "cpu",
+            task=task.path or task.name,
+            candidate=candidate.path or candidate.name,
+        )
+        ref = self.prepare(task)  # a reference that cannot run is the caller's error, raised first
         lint = static.lint(candidate.source, candidate.path or candidate.name)
         for p in lint.problems:
             r.add(p.check, FAIL, p.message)
@@ -188,15 +221,20 @@ class Verifier:
             r.seconds["total"] = time.perf_counter() - t0
             return r.finish()
         r.add("lint", PASS)
-        ref = self.prepare(task)
         r.notes.extend(ref.notes)
         if ref.null:
-            r.add("null_control", INCONCLUSIVE,
-                  f"A do-nothing output ({ref.null}) matches the reference on every input set at "
-                  f"atol {o.atol:g}, so correctness cannot be judged; lower --atol or use inputs "
-                  "that give larger outputs.")
+            r.add(
+                "null_control",
+                INCONCLUSIVE,
+                f"A do-nothing output ({ref.null}) matches the reference on every input set at "
+                f"atol {o.atol:g}, so correctness cannot be judged; lower --atol or use inputs "
+                "that give larger outputs.",
+            )
         self.on_event(f"{r.candidate}: running in an isolated worker")
+        w0 = time.perf_counter()
         w = self.pool.acquire()
+        r.seconds["worker_wait"] = time.perf_counter() - w0
+        r.seconds["worker_init"] = float((w.ready or {}).get("init_s", 0.0))
         try:
             self._judge(ref, candidate, w, r)
         except WorkerFailure as f:
@@ -208,8 +246,12 @@ class Verifier:
         r.seconds["total"] = time.perf_counter() - t0
         return r.finish()
 
-    def verify_many(self, task: Task, candidates: Iterable[Candidate],
-                    on_report: Callable[[int, Report], None] | None = None) -> list[Report]:
+    def verify_many(
+        self,
+        task: Task,
+        candidates: Iterable[Candidate],
+        on_report: Callable[[int, Report], None] | None = None,
+    ) -> list[Report]:
         """Judge several candidates: correctness in parallel, timing one at a time."""
         cands = list(candidates)
         self.prepare(task)
@@ -229,28 +271,46 @@ class Verifier:
             want = signature(ref_tree, "Model", method)
             got = signature(cand_tree, "ModelNew", method)
             if want is not None and got is not None and len(want) != len(got):
-                r.add("signature", FAIL,
-                      f"ModelNew.{method} takes ({', '.join(got)}) but Model.{method} takes "
-                      f"({', '.join(want)}); they must take the same arguments.")
+                r.add(
+                    "signature",
+                    FAIL,
+                    f"ModelNew.{method} takes ({', '.join(got)}) but Model.{method} takes "
+                    f"({', '.join(want)}); they must take the same arguments.",
+                )
 
     def _judge(self, ref: Reference, candidate: Candidate, w: Worker, r: Report) -> None:
         o = self.options
         seed = ref.seed
         with self.pool.lock.shared():
-            loaded = w.call("load_candidate", o.timeout, "Loading the candidate",
-                            source=candidate.source, init_inputs=ref.init_inputs, state=ref.state,
-                            seed=seed, out_nbytes=ref.out_nbytes)
+            loaded = w.call(
+                "load_candidate",
+                o.timeout,
+                "Loading the candidate",
+                source=candidate.source,
+                init_inputs=ref.init_inputs,
+                state=ref.state,
+                seed=seed,
+                out_nbytes=ref.out_nbytes,
+            )
             r.add("load", PASS)
             if loaded["unmatched"] and ref.state:
-                r.notes.append(f"{len(loaded['unmatched'])} reference parameters/buffers have no "
-                               "same-named, same-shaped counterpart in ModelNew; it keeps its own "
-                               "values for them")
+                r.notes.append(
+                    f"{len(loaded['unmatched'])} reference parameters/buffers have no "
+                    "same-named, same-shaped counterpart in ModelNew; it keeps its own "
+                    "values for them"
+                )
             if loaded["copy_mode"] == "position" and loaded["copied"]:
-                r.notes.append("parameters were copied from the reference by position and shape "
-                               "(the names differ)")
+                r.notes.append(
+                    "parameters were copied from the reference by position and shape "
+                    "(the names differ)"
+                )
             if not loaded["own_forward"]:
-                r.add("own_forward", FAIL, "ModelNew.forward is not defined in the candidate's own "
-                      "code, so an inherited or borrowed forward would run.")
+                r.add(
+                    "own_forward",
+                    FAIL,
+                    "ModelNew.forward is not defined in the candidate's own "
+                    "code, so an inherited or borrowed forward would run.",
+                )
             else:
                 r.add("own_forward", PASS)
             n = len(ref.sets)
@@ -259,12 +319,21 @@ class Verifier:
             if n > 1:
                 plan.append({"set": 1, "slot": 0, "kind": "refill"})
             late = n - 1
-            plan.append({"set": late, "slot": late, "kind": "late",
-                         "extra_calls": 3 + (seed + len(candidate.source)) % 6})
-            ran = w.call("run", o.timeout, "Running the candidate",
-                         new_sets=[s["inputs"] for s in ref.sets],
-                         runs=[{k: p[k] for k in ("set", "slot", "extra_calls") if k in p}
-                               for p in plan])
+            plan.append(
+                {
+                    "set": late,
+                    "slot": late,
+                    "kind": "late",
+                    "extra_calls": 3 + (seed + len(candidate.source)) % 6,
+                }
+            )
+            ran = w.call(
+                "run",
+                o.timeout,
+                "Running the candidate",
+                new_sets=[s["inputs"] for s in ref.sets],
+                runs=[{k: p[k] for k in ("set", "slot", "extra_calls") if k in p} for p in plan],
+            )
         self._tampering(loaded["tampered"] + ran["tampered"], r)
         self._runs(ref, plan, ran["runs"], r)
         if r.failed() or not o.timing:
@@ -276,28 +345,46 @@ class Verifier:
         rt = self._reference_timing(ref)
         self.on_event(f"{r.candidate}: timing (the GPU is held exclusively)")
         with self.pool.lock.exclusive():
-            timed = w.call("time_candidate", max(o.timeout, 300.0), "Timing the candidate",
-                           sets=list(range(len(ref.sets))), seed=seed ^ 0x5EED,
-                           budget_s=o.timing_budget_s, keep=3)
+            timed = w.call(
+                "time_candidate",
+                max(o.timeout, 300.0),
+                "Timing the candidate",
+                sets=list(range(len(ref.sets))),
+                seed=seed ^ 0x5EED,
+                budget_s=o.timing_budget_s,
+                keep=3,
+            )
         self._timing(ref, rt, timed, r)
 
     # judging ---------------------------------------------------------------------------
     def _tampering(self, changed: list[str], r: Report) -> None:
         if changed:
             shown = ", ".join(sorted(set(changed))[:5])
-            r.add("tampering", FAIL, f"The candidate replaced functions the judge relies on: {shown}.")
+            r.add(
+                "tampering", FAIL, f"The candidate replaced functions the judge relies on: {shown}."
+            )
         else:
             r.add("tampering", PASS)
 
     def _observation(self, obs: dict[str, Any], where: str, r: Report, first: bool) -> None:
         if obs["output_problem"]:
-            r.add("output_type", FAIL, f"{obs['output_problem'][0].upper()}{obs['output_problem'][1:]} ({where}).")
+            r.add(
+                "output_type",
+                FAIL,
+                f"{obs['output_problem'][0].upper()}{obs['output_problem'][1:]} ({where}).",
+            )
         own = obs["launches"]
         if not own:
             foreign = obs["foreign_launches"]
-            extra = f" (only kernels defined elsewhere ran: {', '.join(foreign)})" if foreign else ""
-            r.add("launches", FAIL, f"forward launched none of the candidate's own Triton kernels "
-                  f"{where}{extra}; the result was computed some other way.")
+            extra = (
+                f" (only kernels defined elsewhere ran: {', '.join(foreign)})" if foreign else ""
+            )
+            r.add(
+                "launches",
+                FAIL,
+                f"forward launched none of the candidate's own Triton kernels "
+                f"{where}{extra}; the result was computed some other way.",
+            )
         else:
             r.add("launches", PASS)
             for k, v in own.items():
@@ -305,17 +392,27 @@ class Verifier:
         ops = {k: v for k, v in obs["compute_ops"].items() if not self._allowed(k)}
         if ops:
             flag = ",".join(sorted(ops))
-            r.add("torch_ops", FAIL, f"forward ran PyTorch compute ops {where}: {_fmt_ops(ops)}; the "
-                  f"work must be done by the candidate's Triton kernels (to accept this, pass "
-                  f"--allow-torch {flag}).")
+            r.add(
+                "torch_ops",
+                FAIL,
+                f"forward ran PyTorch compute ops {where}: {_fmt_ops(ops)}; the "
+                f"work must be done by the candidate's Triton kernels (to accept this, pass "
+                f"--allow-torch {flag}).",
+            )
         else:
             r.add("torch_ops", PASS)
         if obs["host_ops"]:
-            r.add("host_compute", FAIL, f"forward copied device data to the host {where} "
-                  f"({_fmt_ops(obs['host_ops'])}).")
+            r.add(
+                "host_compute",
+                FAIL,
+                f"forward copied device data to the host {where} ({_fmt_ops(obs['host_ops'])}).",
+            )
         if obs["aliased"]:
-            r.add("aliasing", FAIL, f"An output shares memory with an input {where}; forward must "
-                  "return new tensors.")
+            r.add(
+                "aliasing",
+                FAIL,
+                f"An output shares memory with an input {where}; forward must return new tensors.",
+            )
         else:
             r.add("aliasing", PASS)
         if obs["mutated"]:
@@ -325,11 +422,19 @@ class Verifier:
             r.add("mutation", PASS)
         threads = obs["py_threads"] > 0 or (obs["native_threads"] > 0 and not first)
         if threads:
-            r.add("threads", FAIL, f"forward left new threads running {where}; work on a "
-                  "background thread escapes the checks and the timer.")
+            r.add(
+                "threads",
+                FAIL,
+                f"forward left new threads running {where}; work on a "
+                "background thread escapes the checks and the timer.",
+            )
         if obs["streams"]:
-            r.add("side_stream", FAIL, f"a kernel was launched on a stream other than the caller's "
-                  f"{where}; the timer would not see that work.")
+            r.add(
+                "side_stream",
+                FAIL,
+                f"a kernel was launched on a stream other than the caller's "
+                f"{where}; the timer would not see that work.",
+            )
 
     def _allowed(self, op: str) -> bool:
         allow = self.options.allow_torch
@@ -342,9 +447,10 @@ class Verifier:
         first_out = None
         for i, (p, run) in enumerate(zip(plan, runs)):
             s = ref.sets[p["set"]]
-            where = {"fresh": f"on input set '{s['label']}'",
-                     "late": f"on a call made after {p.get('extra_calls', 0)} unchecked calls"
-                     }.get(p["kind"], f"on the {p['kind']} run")
+            where = {
+                "fresh": f"on input set '{s['label']}'",
+                "late": f"on a call made after {p.get('extra_calls', 0)} unchecked calls",
+            }.get(p["kind"], f"on the {p['kind']} run")
             if "error" in run:
                 r.add("runs", FAIL, f"forward raised {run['error']} {where}.")
                 r.errors.append(run.get("traceback", ""))
@@ -356,22 +462,38 @@ class Verifier:
                 continue
             c = compare(out, s["outputs"], o.atol, o.rtol)
             worst_abs, worst_rel = max(worst_abs, c.max_abs), max(worst_rel, c.max_rel)
-            detail.append({"set": s["label"], "kind": p["kind"], "ok": c.ok,
-                           "max_abs_err": c.max_abs, "max_rel_err": c.max_rel})
-            if p["kind"] == "refill" and not c.ok:
-                stale = compare(out, ref.sets[plan[0]["set"]]["outputs"], o.atol, o.rtol).ok
-                r.add("stale_cache", FAIL,
-                      "After new values were written into the same input buffers, forward "
-                      + ("returned the results for the old values (a cached result)."
-                         if stale else f"gave wrong results: {c.message}."))
-            elif p["kind"] == "repeat" and first_out is not None:
+            detail.append(
+                {
+                    "set": s["label"],
+                    "kind": p["kind"],
+                    "ok": c.ok,
+                    "max_abs_err": c.max_abs,
+                    "max_rel_err": c.max_rel,
+                }
+            )
+            if (
+                p["kind"] == "refill"
+                and not c.ok
+                and compare(out, ref.sets[plan[0]["set"]]["outputs"], o.atol, o.rtol).ok
+            ):
+                r.add(
+                    "stale_cache",
+                    FAIL,
+                    "After new values were written into the same input "
+                    "buffers, forward returned the results for the old values (a cached result).",
+                )
+            elif (
+                p["kind"] == "repeat"
+                and first_out is not None
+                and not compare(out, first_out, o.atol, o.rtol).ok
+            ):
                 agree = compare(out, first_out, o.atol, o.rtol)
-                if not agree.ok or not c.ok:
-                    r.add("repeatability", FAIL, "Two runs on the same inputs gave different results "
-                          f"({agree.message or c.message}); the kernel may read uninitialised or "
-                          "out-of-bounds memory.")
-                else:
-                    r.add("repeatability", PASS)
+                r.add(
+                    "repeatability",
+                    FAIL,
+                    "Two runs on the same inputs gave different results "
+                    f"({agree.message}); the kernel may read uninitialised or out-of-bounds memory.",
+                )
             elif not c.ok:
                 r.add("correctness", FAIL, f"{c.message[0].upper()}{c.message[1:]} {where}.")
             if i == 0:
@@ -381,17 +503,31 @@ class Verifier:
         r.add("runs", PASS)
         r.add("correctness", PASS)
         r.add("stale_cache", PASS)
+        r.add("repeatability", PASS)
         r.correctness = {
-            "input_sets": len(ref.sets), "runs": len(detail), "atol": o.atol, "rtol": o.rtol,
-            "max_abs_err": worst_abs, "max_rel_err": worst_rel, "seed": ref.seed,
+            "input_sets": len(ref.sets),
+            "runs": len(detail),
+            "atol": o.atol,
+            "rtol": o.rtol,
+            "max_abs_err": worst_abs,
+            "max_rel_err": worst_rel,
+            "seed": ref.seed,
             "detail": detail,
         }
         if detail and all(d["ok"] for d in detail):
-            dtypes = {str(t.dtype) for t in (list(ref.sets[0]["outputs"]) if isinstance(
-                ref.sets[0]["outputs"], tuple | list) else [ref.sets[0]["outputs"]])}
+            dtypes = {
+                str(t.dtype)
+                for t in (
+                    list(ref.sets[0]["outputs"])
+                    if isinstance(ref.sets[0]["outputs"], tuple | list)
+                    else [ref.sets[0]["outputs"]]
+                )
+            }
             if dtypes == {"torch.float32"} and worst_rel > 1e-3 and worst_abs > 1e-4:
-                r.notes.append(f"errors (max rel {worst_rel:.2g}) are well above float32 rounding; "
-                               "the kernel may compute in a lower precision (tf32/fp16)")
+                r.notes.append(
+                    f"errors (max rel {worst_rel:.2g}) are well above float32 rounding; "
+                    "the kernel may compute in a lower precision (tf32/fp16)"
+                )
 
     def _timing(self, ref: Reference, rt: dict[str, Any], timed: dict[str, Any], r: Report) -> None:
         o = self.options
@@ -400,8 +536,12 @@ class Verifier:
         for k in timed["kept"]:
             c = compare(k["outputs"], ref.sets[k["set"]]["outputs"], o.atol, o.rtol)
             if not c.ok:
-                r.add("timed_outputs", FAIL, f"An output produced while timing was wrong: {c.message}; "
-                      "the candidate behaves differently when timed.")
+                r.add(
+                    "timed_outputs",
+                    FAIL,
+                    f"An output produced while timing was wrong: {c.message}; "
+                    "the candidate behaves differently when timed.",
+                )
                 break
         else:
             r.add("timed_outputs", PASS)
@@ -414,17 +554,23 @@ class Verifier:
                 r.add("timed_outputs", FAIL, f"{c.message} {where}.")
         cand = t["median_ms"]
         if t["wall_median_ms"] > 1.5 * cand + 0.25:
-            r.add("timing_integrity", FAIL,
-                  f"Each call takes {t['wall_median_ms']:.3f} ms of wall time but only {cand:.3f} ms "
-                  "on the timed stream: work is running where the timer cannot see it.")
+            r.add(
+                "timing_integrity",
+                FAIL,
+                f"Each call takes {t['wall_median_ms']:.3f} ms of wall time but only {cand:.3f} ms "
+                "on the timed stream: work is running where the timer cannot see it.",
+            )
         else:
             r.add("timing_integrity", PASS)
         eager, comp = rt.get("eager_ms"), rt.get("compile_ms")
         r.timing = {
-            "candidate_ms": cand, "eager_ms": eager, "compile_ms": comp,
+            "candidate_ms": cand,
+            "eager_ms": eager,
+            "compile_ms": comp,
             "speedup_vs_eager": eager / cand if eager and cand else None,
             "speedup_vs_compile": comp / cand if comp and cand else None,
-            "candidate_wall_ms": t["wall_median_ms"], "reps": t["reps"],
+            "candidate_wall_ms": t["wall_median_ms"],
+            "reps": t["reps"],
             "method": "CUDA events, median, L2 flushed, inputs refilled each call",
         }
         if rt.get("compile_error"):

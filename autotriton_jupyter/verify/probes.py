@@ -141,7 +141,9 @@ def _moves_to_host(name: str, args: tuple, kwargs: dict) -> bool:
         return bool(args) and on_gpu(args[0])
     if name == "_to_copy":
         dev = kwargs.get("device")
-        return bool(args) and on_gpu(args[0]) and dev is not None and torch.device(dev).type == "cpu"
+        return (
+            bool(args) and on_gpu(args[0]) and dev is not None and torch.device(dev).type == "cpu"
+        )
     if name in ("copy_", "_copy_from"):
         dst, src = (args[0], args[1]) if name == "copy_" else (args[1], args[0])
         return isinstance(dst, torch.Tensor) and dst.device.type == "cpu" and on_gpu(src)
@@ -155,12 +157,23 @@ def _watched() -> dict[str, Any]:
     from triton.runtime import jit
 
     return {
-        "torch": torch, "torch.Tensor": torch.Tensor, "torch.nn.Module": torch.nn.Module,
-        "torch.nn.functional": torch.nn.functional, "torch.cuda": torch.cuda,
-        "torch.testing": torch.testing, "torch.random": torch.random,
-        "triton": triton, "triton.language": tl, "triton.testing": triton.testing,
-        "triton.runtime.jit": jit, "JITFunction": jit.JITFunction, "time": time,
-        "math": math, "builtins": builtins, "threading": threading, "os": os,
+        "torch": torch,
+        "torch.Tensor": torch.Tensor,
+        "torch.nn.Module": torch.nn.Module,
+        "torch.nn.functional": torch.nn.functional,
+        "torch.cuda": torch.cuda,
+        "torch.testing": torch.testing,
+        "torch.random": torch.random,
+        "triton": triton,
+        "triton.language": tl,
+        "triton.testing": triton.testing,
+        "triton.runtime.jit": jit,
+        "JITFunction": jit.JITFunction,
+        "time": time,
+        "math": math,
+        "builtins": builtins,
+        "threading": threading,
+        "os": os,
     }
 
 

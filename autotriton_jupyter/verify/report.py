@@ -65,8 +65,22 @@ class Report:
         """A plain dict, as written by `--json`."""
         d = asdict(self)
         d["reasons"] = self.reasons
-        order = ["schema", "verdict", "reasons", "checks", "correctness", "timing", "device",
-                 "interpreted", "kernels", "notes", "errors", "task", "candidate", "seconds"]
+        order = [
+            "schema",
+            "verdict",
+            "reasons",
+            "checks",
+            "correctness",
+            "timing",
+            "device",
+            "interpreted",
+            "kernels",
+            "notes",
+            "errors",
+            "task",
+            "candidate",
+            "seconds",
+        ]
         return {k: d[k] for k in order}
 
     def to_json(self, indent: int | None = None) -> str:
@@ -101,8 +115,9 @@ def format_text(r: Report) -> str:
             f"(atol {c.get('atol')}, rtol {c.get('rtol')})"
         )
     if r.kernels:
-        lines.append("kernels launched in forward: "
-                     + ", ".join(f"{k} x{n}" for k, n in r.kernels.items()))
+        lines.append(
+            "kernels launched in forward: " + ", ".join(f"{k} x{n}" for k, n in r.kernels.items())
+        )
     mode = "Triton CPU interpreter" if r.interpreted else r.device
     lines.append(f"device: {mode}")
     t = r.timing
@@ -112,10 +127,14 @@ def format_text(r: Report) -> str:
     else:
         lines.append("timing (median of runs, L2 flushed):")
         lines.append(f"  candidate        {_ms(t.get('candidate_ms'))}")
-        lines.append(f"  eager PyTorch    {_ms(t.get('eager_ms'))}"
-                     + (f"   speedup {t['speedup_vs_eager']:.2f}x" if t.get("speedup_vs_eager") else ""))
-        lines.append(f"  torch.compile    {_ms(t.get('compile_ms'))}"
-                     + (f"   speedup {t['speedup_vs_compile']:.2f}x" if t.get("speedup_vs_compile") else ""))
+        lines.append(
+            f"  eager PyTorch    {_ms(t.get('eager_ms'))}"
+            + (f"   speedup {t['speedup_vs_eager']:.2f}x" if t.get("speedup_vs_eager") else "")
+        )
+        lines.append(
+            f"  torch.compile    {_ms(t.get('compile_ms'))}"
+            + (f"   speedup {t['speedup_vs_compile']:.2f}x" if t.get("speedup_vs_compile") else "")
+        )
     for n in r.notes:
         lines.append(f"note: {n}")
     for e in r.errors:

@@ -44,9 +44,13 @@ def _signal_name(code: int) -> str:
         sig = signal.Signals(-code)
     except ValueError:
         return f"signal {-code}"
-    meaning = {signal.SIGSEGV: "segmentation fault", signal.SIGKILL: "killed",
-               signal.SIGABRT: "aborted", signal.SIGBUS: "bus error",
-               signal.SIGFPE: "arithmetic error"}.get(sig, "")
+    meaning = {
+        signal.SIGSEGV: "segmentation fault",
+        signal.SIGKILL: "killed",
+        signal.SIGABRT: "aborted",
+        signal.SIGBUS: "bus error",
+        signal.SIGFPE: "arithmetic error",
+    }.get(sig, "")
     return f"{sig.name}{f' ({meaning})' if meaning else ''}"
 
 
@@ -90,18 +94,26 @@ class Worker:
                     return wire.decode(data)
                 except wire.WireError as e:
                     self.kill()
-                    raise WorkerFailure("protocol", f"The worker sent a malformed reply: {e}.") from e
+                    raise WorkerFailure(
+                        "protocol", f"The worker sent a malformed reply: {e}."
+                    ) from e
             if not self.proc.is_alive():
                 self._raise_dead(what)
             if self.memory_limit and _rss_bytes(self.proc.pid) > self.memory_limit:
                 self.kill()
                 raise WorkerFailure(
-                    "memory", f"{what} used more than {self.memory_limit / 2**30:.1f} GiB of host "
-                    "memory and was stopped.", self.log_tail())
+                    "memory",
+                    f"{what} used more than {self.memory_limit / 2**30:.1f} GiB of host "
+                    "memory and was stopped.",
+                    self.log_tail(),
+                )
             if time.monotonic() > deadline:
                 self.kill()
-                raise WorkerFailure("timeout", f"{what} did not finish within {timeout:g} s and "
-                                    "was stopped.", self.log_tail())
+                raise WorkerFailure(
+                    "timeout",
+                    f"{what} did not finish within {timeout:g} s and was stopped.",
+                    self.log_tail(),
+                )
 
     def _raise_dead(self, what: str) -> None:
         self.proc.join(1)
@@ -114,8 +126,9 @@ class Worker:
             msg = self._receive(timeout, "Starting the worker")
             if not msg.get("ok"):
                 self.kill()
-                raise WorkerFailure("start", msg.get("error", "the worker failed to start"),
-                                    self.log_tail())
+                raise WorkerFailure(
+                    "start", msg.get("error", "the worker failed to start"), self.log_tail()
+                )
             self.ready = msg
         return self.ready
 
@@ -128,8 +141,12 @@ class Worker:
             self._raise_dead(what or op)
         reply = self._receive(timeout, what or op)
         if not reply.get("ok"):
-            raise WorkerFailure("error", reply.get("error", "unknown error"), self.log_tail(),
-                                reply.get("traceback", ""))
+            raise WorkerFailure(
+                "error",
+                reply.get("error", "unknown error"),
+                self.log_tail(),
+                reply.get("traceback", ""),
+            )
         return reply
 
     def kill(self) -> None:
@@ -211,16 +228,30 @@ def _bare_main() -> Iterator[None]:
         sys.modules["__main__"] = saved
 
 
-# glibc fills fresh heap allocations with a pattern, and large ones stay on the heap,
-# so CPU outputs a kernel never wrote hold garbage rather than lucky zeros.
-_POISON_ENV = {"MALLOC_PERTURB_": "165", "MALLOC_MMAP_THRESHOLD_": str(32 * 1024 * 1024)}
+# The workers' environment, fixed when the fork server starts:
+# - glibc fills fresh heap allocations with a pattern, and large ones stay on the heap,
+#   so CPU outputs a kernel never wrote hold garbage rather than lucky zeros;
+# - torch.compile (the reference's timing baseline) compiles in-process, since a
+#   daemonic worker may not start a pool of compile processes.
+_WORKER_ENV = {
+    "MALLOC_PERTURB_": "165",
+    "MALLOC_MMAP_THRESHOLD_": str(32 * 1024 * 1024),
+    "TORCHINDUCTOR_COMPILE_THREADS": "1",
+}
 
 
 class Pool:
     """Starts workers for one device, keeping `spares` of them warm."""
 
-    def __init__(self, device: str, *, spares: int = 1, memory_limit: int = 0,
-                 gpu_fraction: float = 0.0, start_timeout: float = 120.0) -> None:
+    def __init__(
+        self,
+        device: str,
+        *,
+        spares: int = 1,
+        memory_limit: int = 0,
+        gpu_fraction: float = 0.0,
+        start_timeout: float = 120.0,
+    ) -> None:
         self.device = device
         self.spares = spares
         self.memory_limit = memory_limit
@@ -249,11 +280,20 @@ class Pool:
         parent, child = ctx.Pipe(duplex=True)
         proc = ctx.Process(
             target=worker_module.serve,
-            args=(child, "worker", self.device, str(self.workdir), str(log_path), self.gpu_fraction),
-            daemon=True, name=f"autotriton-worker-{n}")
+            args=(
+                child,
+                "worker",
+                self.device,
+                str(self.workdir),
+                str(log_path),
+                self.gpu_fraction,
+            ),
+            daemon=True,
+            name=f"autotriton-worker-{n}",
+        )
         with _start_lock, _bare_main():
-            saved = {k: os.environ.get(k) for k in _POISON_ENV}
-            os.environ.update(_POISON_ENV)
+            saved = {k: os.environ.get(k) for k in _WORKER_ENV}
+            os.environ.update(_WORKER_ENV)
             try:
                 proc.start()
             finally:

@@ -78,8 +78,18 @@ BANNED_BUILTINS = {
     "input": "waits for input",
 }
 INTROSPECTION_ATTRS = {
-    "__class__", "__bases__", "__subclasses__", "__globals__", "__code__", "__dict__",
-    "__builtins__", "__closure__", "__mro__", "f_back", "f_globals", "f_locals",
+    "__class__",
+    "__bases__",
+    "__subclasses__",
+    "__globals__",
+    "__code__",
+    "__dict__",
+    "__builtins__",
+    "__closure__",
+    "__mro__",
+    "f_back",
+    "f_globals",
+    "f_locals",
 }
 HOST_METHODS = {"cpu", "numpy", "tolist"}
 
@@ -105,8 +115,11 @@ class LintResult:
 def _is_triton_decorator(dec: ast.expr, names: dict[str, str]) -> bool:
     target = dec.func if isinstance(dec, ast.Call) else dec
     full = _resolve(target, names)
-    return full is not None and full.split(".")[0] == "triton" and full.rsplit(".", 1)[-1] in (
-        "jit", "autotune", "heuristics")
+    return (
+        full is not None
+        and full.split(".")[0] == "triton"
+        and full.rsplit(".", 1)[-1] in ("jit", "autotune", "heuristics")
+    )
 
 
 def _dotted(node: ast.expr) -> list[str] | None:
@@ -178,17 +191,25 @@ class _Linter(ast.NodeVisitor):
         for a in node.names:
             why = _banned_module(a.name)
             if why:
-                self.fail("forbidden_import", node, f"line {node.lineno}: imports {a.name}, which {why}.")
+                self.fail(
+                    "forbidden_import", node, f"line {node.lineno}: imports {a.name}, which {why}."
+                )
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.level:
-            self.fail("forbidden_import", node, f"line {node.lineno}: relative imports cannot be checked; import by full name.")
+            self.fail(
+                "forbidden_import",
+                node,
+                f"line {node.lineno}: relative imports cannot be checked; import by full name.",
+            )
             return
         for a in node.names:
             full = f"{node.module}.{a.name}"
             why = _banned_module(full) or _banned_name(full)
             if why:
-                self.fail("forbidden_import", node, f"line {node.lineno}: imports {full}, which {why}.")
+                self.fail(
+                    "forbidden_import", node, f"line {node.lineno}: imports {full}, which {why}."
+                )
 
     # functions and kernels --------------------------------------------------
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -208,9 +229,12 @@ class _Linter(ast.NodeVisitor):
     def visit_Try(self, node: ast.Try) -> None:
         only_imports = all(isinstance(s, ast.Import | ast.ImportFrom) for s in node.body)
         if self.function_depth or not only_imports:
-            self.fail("try_except", node,
-                      f"line {node.lineno}: try/except can hide a fallback to PyTorch when the "
-                      "kernel fails; remove it so failures are visible.")
+            self.fail(
+                "try_except",
+                node,
+                f"line {node.lineno}: try/except can hide a fallback to PyTorch when the "
+                "kernel fails; remove it so failures are visible.",
+            )
         self.generic_visit(node)
 
     visit_TryStar = visit_Try
@@ -222,16 +246,22 @@ class _Linter(ast.NodeVisitor):
         if self.in_kernel and node.id in self.names:
             root = self.names[node.id].split(".")[0]
             if root in ("torch", "numpy"):
-                self.fail("kernel_uses_torch", node,
-                          f"line {node.lineno}: a @triton.jit function uses {self.names[node.id]}; "
-                          "kernels must be written in triton.language only.")
+                self.fail(
+                    "kernel_uses_torch",
+                    node,
+                    f"line {node.lineno}: a @triton.jit function uses {self.names[node.id]}; "
+                    "kernels must be written in triton.language only.",
+                )
         self._check_path(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in INTROSPECTION_ATTRS:
-            self.fail("introspection", node,
-                      f"line {node.lineno}: uses {node.attr}, which can reach or change objects "
-                      "the candidate was not given.")
+            self.fail(
+                "introspection",
+                node,
+                f"line {node.lineno}: uses {node.attr}, which can reach or change objects "
+                "the candidate was not given.",
+            )
         if self._check_path(node):
             return
         self.generic_visit(node)
@@ -255,22 +285,36 @@ class _Linter(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         f = node.func
         if isinstance(f, ast.Name) and f.id in BANNED_BUILTINS and f.id not in self.names:
-            self.fail("forbidden_call", node, f"line {node.lineno}: calls {f.id}(), which {BANNED_BUILTINS[f.id]}.")
+            self.fail(
+                "forbidden_call",
+                node,
+                f"line {node.lineno}: calls {f.id}(), which {BANNED_BUILTINS[f.id]}.",
+            )
         if isinstance(f, ast.Name) and f.id in ("setattr", "delattr") and node.args:
             target = _resolve(node.args[0], self.names)
             if target is not None:
-                self.fail("monkeypatch", node,
-                          f"line {node.lineno}: {f.id}() on {target} changes a module the judge relies on.")
+                self.fail(
+                    "monkeypatch",
+                    node,
+                    f"line {node.lineno}: {f.id}() on {target} changes a module the judge relies on.",
+                )
         if isinstance(f, ast.Attribute):
             if f.attr in HOST_METHODS:
-                self.fail("host_compute", node,
-                          f"line {node.lineno}: .{f.attr}() moves data to the host; all compute "
-                          "must stay in the candidate's Triton kernels.")
+                self.fail(
+                    "host_compute",
+                    node,
+                    f"line {node.lineno}: .{f.attr}() moves data to the host; all compute "
+                    "must stay in the candidate's Triton kernels.",
+                )
             elif f.attr == "to" and self._to_cpu(node):
-                self.fail("host_compute", node, f"line {node.lineno}: .to('cpu') moves data to the host.")
+                self.fail(
+                    "host_compute", node, f"line {node.lineno}: .to('cpu') moves data to the host."
+                )
             elif f.attr == "item":
-                self.notes.append(f"line {node.lineno}: .item() reads a value back to the host (a "
-                                  "device sync); the op audit fails it on a GPU.")
+                self.notes.append(
+                    f"line {node.lineno}: .item() reads a value back to the host (a "
+                    "device sync); the op audit fails it on a GPU."
+                )
         self.generic_visit(node)
 
     @staticmethod
@@ -279,8 +323,12 @@ class _Linter(ast.NodeVisitor):
         for v in vals:
             if isinstance(v, ast.Constant) and v.value == "cpu":
                 return True
-            if isinstance(v, ast.Call) and v.args and isinstance(v.args[0], ast.Constant) \
-                    and v.args[0].value == "cpu":
+            if (
+                isinstance(v, ast.Call)
+                and v.args
+                and isinstance(v.args[0], ast.Constant)
+                and v.args[0].value == "cpu"
+            ):
                 return True
         return False
 
@@ -290,9 +338,12 @@ class _Linter(ast.NodeVisitor):
             base = t.value
             full = _resolve(base, self.names)
             if full is not None:
-                self.fail("monkeypatch", node,
-                          f"line {node.lineno}: assigns into {full}; a candidate may not change "
-                          "torch, triton or any other module.")
+                self.fail(
+                    "monkeypatch",
+                    node,
+                    f"line {node.lineno}: assigns into {full}; a candidate may not change "
+                    "torch, triton or any other module.",
+                )
         elif isinstance(t, ast.Tuple | ast.List):
             for e in t.elts:
                 self._target(e, node)
@@ -316,24 +367,32 @@ class _Linter(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Global(self, node: ast.Global) -> None:
-        self.notes.append(f"line {node.lineno}: `global` state can carry results between calls; "
-                          "the stale-cache trial checks for that.")
+        self.notes.append(
+            f"line {node.lineno}: `global` state can carry results between calls; "
+            "the stale-cache trial checks for that."
+        )
 
 
 def _check_model_new(tree: ast.Module, names: dict[str, str], problems: list[Problem]) -> None:
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
     cls = classes.get("ModelNew")
     if cls is None:
-        problems.append(Problem("structure", 0, "The candidate defines no top-level class ModelNew."))
+        problems.append(
+            Problem("structure", 0, "The candidate defines no top-level class ModelNew.")
+        )
         return
     for b in cls.bases:
         full = _resolve(b, names)
         if full not in ("torch.nn.Module", "torch.nn.modules.module.Module"):
             shown = ast.unparse(b)
-            problems.append(Problem(
-                "inherits_reference", cls.lineno,
-                f"ModelNew inherits from {shown}; it must subclass nn.Module directly so that its "
-                "own forward, not an inherited one, is what runs."))
+            problems.append(
+                Problem(
+                    "inherits_reference",
+                    cls.lineno,
+                    f"ModelNew inherits from {shown}; it must subclass nn.Module directly so that its "
+                    "own forward, not an inherited one, is what runs.",
+                )
+            )
     methods = {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
     if "forward" not in methods:
         problems.append(Problem("structure", cls.lineno, "ModelNew defines no forward method."))
@@ -344,16 +403,29 @@ def lint(source: str, filename: str = "<candidate>") -> LintResult:
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as e:
-        return LintResult([Problem("syntax", e.lineno or 0,
-                                   f"The candidate is not valid Python (line {e.lineno}: {e.msg}).")],
-                          [], [])
+        return LintResult(
+            [
+                Problem(
+                    "syntax",
+                    e.lineno or 0,
+                    f"The candidate is not valid Python (line {e.lineno}: {e.msg}).",
+                )
+            ],
+            [],
+            [],
+        )
     names = _imports(tree)
     linter = _Linter(names)
     linter.visit(tree)
     problems = linter.problems
     _check_model_new(tree, names, problems)
     if not linter.kernels:
-        problems.append(Problem("no_kernel", 0,
-                                "The candidate defines no @triton.jit kernel, so nothing it runs is "
-                                "its own Triton code."))
+        problems.append(
+            Problem(
+                "no_kernel",
+                0,
+                "The candidate defines no @triton.jit kernel, so nothing it runs is "
+                "its own Triton code.",
+            )
+        )
     return LintResult(problems, linter.notes, linter.kernels)

@@ -83,7 +83,6 @@ def bench(
         if i in keep_at:
             kept.append((i % len(sets), _clone_outputs(out)))
         del out
-    del flush
     return {
         "median_ms": statistics.median(events),
         "min_ms": min(events),

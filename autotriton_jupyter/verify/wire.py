@@ -17,9 +17,18 @@ import torch
 _DTYPES = {
     str(dt).removeprefix("torch."): dt
     for dt in (
-        torch.float64, torch.float32, torch.float16, torch.bfloat16,
-        torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
-        torch.bool, torch.complex64, torch.complex128,
+        torch.float64,
+        torch.float32,
+        torch.float16,
+        torch.bfloat16,
+        torch.int64,
+        torch.int32,
+        torch.int16,
+        torch.int8,
+        torch.uint8,
+        torch.bool,
+        torch.complex64,
+        torch.complex128,
     )
 }
 _HEADER = struct.Struct("<Q")
@@ -60,8 +69,11 @@ def encode(value: Any) -> bytes:
             t = t.contiguous()
             raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
             blobs.append(raw)
-            return {"__tensor__": len(blobs) - 1, "dtype": dtype_name(t.dtype),
-                    "shape": list(t.shape)}
+            return {
+                "__tensor__": len(blobs) - 1,
+                "dtype": dtype_name(t.dtype),
+                "shape": list(t.shape),
+            }
         if isinstance(v, tuple):
             return {"__tuple__": [walk(x) for x in v]}
         if isinstance(v, list):

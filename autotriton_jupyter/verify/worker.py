@@ -162,12 +162,17 @@ class Worker:
             except BaseException as e:
                 raise WorkerError(f"The reference forward raised {_describe(e)}") from e
             leaves = _tensors(out)
-            if not leaves or not (isinstance(out, torch.Tensor) or all(
-                    isinstance(o, torch.Tensor) for o in out)):
-                raise WorkerError("The reference forward must return a tensor or a tuple of tensors.")
+            if not leaves or not (
+                isinstance(out, torch.Tensor) or all(isinstance(o, torch.Tensor) for o in out)
+            ):
+                raise WorkerError(
+                    "The reference forward must return a tensor or a tuple of tensors."
+                )
             finite = all(bool(torch.isfinite(t).all()) for t in leaves if t.is_floating_point())
             self.sets.append(dev)
-            results.append({"label": spec["label"], "inputs": sent, "outputs": out, "finite": finite})
+            results.append(
+                {"label": spec["label"], "inputs": sent, "outputs": out, "finite": finite}
+            )
         return {"sets": results}
 
     def op_time_reference(self, msg: dict) -> dict:
@@ -214,20 +219,28 @@ class Worker:
         own_forward = bool(code) and os.path.realpath(code.co_filename) == os.path.realpath(path)
         self.model = model
         return {
-            "copied": copied, "copy_mode": mode, "unmatched": unmatched,
+            "copied": copied,
+            "copy_mode": mode,
+            "unmatched": unmatched,
             "own_forward": own_forward,
             "tampered": probes.changed_identities(self.snapshot),
         }
 
     @staticmethod
-    def _copy_state(model: torch.nn.Module, ref: dict[str, torch.Tensor]) -> tuple[int, str, list[str]]:
+    def _copy_state(
+        model: torch.nn.Module, ref: dict[str, torch.Tensor]
+    ) -> tuple[int, str, list[str]]:
         """Give the candidate the reference's parameters: by name, else by position and shape."""
         own = model.state_dict()
         by_name = [k for k, v in own.items() if k in ref and ref[k].shape == v.shape]
         mode = "name"
         pairs = [(k, k) for k in by_name]
-        if not by_name and own and len(own) == len(ref) and all(
-                a.shape == b.shape for a, b in zip(own.values(), ref.values())):
+        if (
+            not by_name
+            and own
+            and len(own) == len(ref)
+            and all(a.shape == b.shape for a, b in zip(own.values(), ref.values()))
+        ):
             pairs = list(zip(own.keys(), ref.keys()))
             mode = "position"
         with torch.no_grad():
@@ -242,8 +255,11 @@ class Worker:
             return
         byte = (0xFF, 0x7F)[self.poison_turn % 2]  # NaN, then a huge finite value
         self.poison_turn += 1
-        blocks = [torch.full((max(n, 1),), byte, dtype=torch.uint8, device="cuda")
-                  for n in self.out_nbytes for _ in range(2)]
+        blocks = [
+            torch.full((max(n, 1),), byte, dtype=torch.uint8, device="cuda")
+            for n in self.out_nbytes
+            for _ in range(2)
+        ]
         del blocks
 
     def _slot(self, run: dict) -> list[Any]:
@@ -289,13 +305,22 @@ class Worker:
         in_ranges = [_storage_range(x) for x in inputs if isinstance(x, torch.Tensor)]
         obs["aliased"] = any(
             lo < hi2 and lo2 < hi
-            for o in _tensors(out) if o.untyped_storage().nbytes()
-            for lo, hi in [_storage_range(o)] for lo2, hi2 in in_ranges)
+            for o in _tensors(out)
+            if o.untyped_storage().nbytes()
+            for lo, hi in [_storage_range(o)]
+            for lo2, hi2 in in_ranges
+        )
         obs["mutated"] = [
-            i for i, (x, b) in enumerate(zip(inputs, before))
-            if b is not None and not torch.equal(x.reshape(-1).view(torch.uint8) if x.is_contiguous()
-                                                 else x.contiguous().reshape(-1).view(torch.uint8),
-                                                 b.reshape(-1).view(torch.uint8))]
+            i
+            for i, (x, b) in enumerate(zip(inputs, before))
+            if b is not None
+            and not torch.equal(
+                x.reshape(-1).view(torch.uint8)
+                if x.is_contiguous()
+                else x.contiguous().reshape(-1).view(torch.uint8),
+                b.reshape(-1).view(torch.uint8),
+            )
+        ]
         return obs, (out if obs["output_problem"] is None else None)
 
     def _output_problem(self, out: Any) -> str | None:
@@ -327,11 +352,18 @@ class Worker:
             try:
                 with torch.no_grad():
                     for _ in range(run.get("extra_calls", 0)):
-                        self.model(*bufs)  # unobserved calls: a call counter cannot know which call is checked
+                        self.model(
+                            *bufs
+                        )  # unobserved calls: a call counter cannot know which call is checked
                 obs, out = self._observe(bufs)
             except BaseException as e:
-                runs.append({"set": run["set"], "error": _describe(e),
-                             "traceback": traceback.format_exc()[-3000:]})
+                runs.append(
+                    {
+                        "set": run["set"],
+                        "error": _describe(e),
+                        "traceback": traceback.format_exc()[-3000:],
+                    }
+                )
                 break
             runs.append({"set": run["set"], "obs": obs, "outputs": out})
         return {"runs": runs, "tampered": probes.changed_identities(self.snapshot)}
@@ -341,14 +373,39 @@ class Worker:
         sets = [self.sets[i] for i in msg["sets"]]
         buffers = self.slots[0]
         with torch.no_grad():
-            r = timing.bench(self.model, buffers, sets, budget_s=msg["budget_s"],
-                             keep=msg.get("keep", 3), rng=rng)
+            r = timing.bench(
+                self.model,
+                buffers,
+                sets,
+                budget_s=msg["budget_s"],
+                keep=msg.get("keep", 3),
+                rng=rng,
+            )
         kept = [{"set": msg["sets"][k], "outputs": out} for k, out in r.pop("kept")]
         # One more audited call after many: a candidate that counts calls shows itself here.
         last = msg["sets"][rng.randrange(len(msg["sets"]))]
         obs, out = self._observe(self._slot({"set": last, "slot": 0}))
-        return {"timing": r, "kept": kept, "after": {"set": last, "obs": obs, "outputs": out},
-                "tampered": probes.changed_identities(self.snapshot)}
+        return {
+            "timing": r,
+            "kept": kept,
+            "after": {"set": last, "obs": obs, "outputs": out},
+            "tampered": probes.changed_identities(self.snapshot),
+        }
+
+
+def _use_triton_interpreter() -> None:
+    """Switch this worker's Triton to its CPU interpreter.
+
+    The fork server imported Triton in compiled mode, and Triton decides at import
+    time whether its own `tl.*` helpers (tl.sum, tl.max, tl.zeros ...) are compiled
+    or interpreted. Re-importing its pure-Python modules with TRITON_INTERPRET=1 set
+    makes them interpreted (about 0.05 s); the C extension is reused as it is.
+    """
+    os.environ["TRITON_INTERPRET"] = "1"
+    for name in [m for m in sys.modules if m == "triton" or m.startswith("triton.")]:
+        if not name.startswith("triton._C"):
+            del sys.modules[name]
+    importlib.import_module("triton.language")
 
 
 def _redirect_output(log_path: str) -> None:
@@ -360,18 +417,20 @@ def _redirect_output(log_path: str) -> None:
     os.close(fd)
 
 
-def serve(conn: Any, role: str, device: str, workdir: str, log_path: str,
-          gpu_fraction: float) -> None:
+def serve(
+    conn: Any, role: str, device: str, workdir: str, log_path: str, gpu_fraction: float
+) -> None:
     """Worker main loop: init, say ready, then answer commands until told to exit."""
     _redirect_output(log_path)
     if device == "cpu":
-        os.environ["TRITON_INTERPRET"] = "1"
+        _use_triton_interpreter()
     t0 = time.perf_counter()
     w = Worker(role, device, workdir, gpu_fraction)
     try:
         w.init_device()
-        conn.send_bytes(wire.encode({"ok": True, "pid": os.getpid(),
-                                     "init_s": time.perf_counter() - t0}))
+        conn.send_bytes(
+            wire.encode({"ok": True, "pid": os.getpid(), "init_s": time.perf_counter() - t0})
+        )
     except BaseException as e:
         conn.send_bytes(wire.encode({"ok": False, "error": f"device start failed: {_describe(e)}"}))
         return
@@ -387,10 +446,15 @@ def serve(conn: Any, role: str, device: str, workdir: str, log_path: str,
                 raise WorkerError(f"unknown command {op!r}")
             reply = {"ok": True, **handler(msg)}
         except BaseException as e:
-            reply = {"ok": False, "error": str(e) if isinstance(e, WorkerError) else _describe(e),
-                     "traceback": traceback.format_exc()[-3000:]}
+            reply = {
+                "ok": False,
+                "error": str(e) if isinstance(e, WorkerError) else _describe(e),
+                "traceback": traceback.format_exc()[-3000:],
+            }
         try:
             data = wire.encode(reply)
         except Exception as e:
-            data = wire.encode({"ok": False, "error": f"the result could not be sent: {_describe(e)}"})
+            data = wire.encode(
+                {"ok": False, "error": f"the result could not be sent: {_describe(e)}"}
+            )
         conn.send_bytes(data)

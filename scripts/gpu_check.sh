@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# On a GPU machine, from a source checkout (no install needed): GPU tests, the CPU suite,
+# the verifier benchmark and example reports, all written into OUTDIR.
+#   bash scripts/gpu_check.sh OUTDIR
+set -uo pipefail
+OUT=${1:?usage: scripts/gpu_check.sh OUTDIR}
+mkdir -p "$OUT"
+cd "$(dirname "$0")/.."
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+PY=${PYTHON:-python3}
+{
+    date -u
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    "$PY" -c "import sys, torch, triton; print('python', sys.version.split()[0]); print('torch', torch.__version__, 'triton', triton.__version__)"
+} > "$OUT/env.txt" 2>&1
+
+echo "== GPU tests"
+"$PY" -m pytest tests/gpu -v -p no:cacheprovider -x --timeout 900 2>&1 | tee "$OUT/gpu-tests.log"
+
+echo "== verifier benchmark: 8 distinct candidates of a small task"
+VAR=$(mktemp -d)
+i=0
+for w in 1 2 4 8; do
+    for s in 1 2; do
+        i=$((i + 1))
+        sed "s/BLOCK=triton.next_power_of_2(cols))/BLOCK=triton.next_power_of_2(cols), num_warps=$w, num_stages=$s)/" \
+            examples/candidates/softmax_rowwise.py > "$VAR/softmax_w${w}_s${s}.py"
+    done
+done
+"$PY" -m autotriton_jupyter bench verify examples/tasks/softmax.py "$VAR"/*.py --json \
+    > "$OUT/bench-verify.json" 2> "$OUT/bench-verify.log"
+"$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['text'])" "$OUT/bench-verify.json"
+
+echo "== example reports"
+{
+    "$PY" -m autotriton_jupyter verify examples/tasks/softmax.py examples/candidates/softmax_rowwise.py -q
+    echo
+    "$PY" -m autotriton_jupyter verify examples/tasks/softmax_8192x4096.py examples/candidates/softmax_rowwise.py -q
+} 2>&1 | tee "$OUT/example-reports.txt"
+
+echo "== CPU suite (Triton interpreter) on this machine's Python/torch/triton"
+"$PY" -m pytest tests -q -p no:cacheprovider --ignore=tests/gpu -x --timeout 900 2>&1 | tail -25 | tee "$OUT/cpu-tests.log"

@@ -1,0 +1,34 @@
+"""Shared fixtures: the candidate corpus and its expectation headers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+CORPUS = Path(__file__).parent / "corpus"
+
+
+def expectation(path: Path) -> tuple[str, set[str]]:
+    """Parse '# expect: pass' or '# expect: fail check1|check2' from a candidate's first line."""
+    first = path.read_text().splitlines()[0]
+    assert first.startswith("# expect:"), f"{path} has no expectation header"
+    words = first.removeprefix("# expect:").split()
+    verdict = words[0]
+    checks = set(words[1].split("|")) if len(words) > 1 else set()
+    return verdict, checks
+
+
+def corpus_cases() -> list[tuple[Path, Path]]:
+    """(task, candidate) for every candidate under tests/corpus/<task>/ (crash/ and bad/ excluded)."""
+    cases = []
+    for task in sorted(CORPUS.glob("*/task.py")):
+        for cand in sorted(task.parent.glob("*.py")):
+            if cand.name != "task.py":
+                cases.append((task, cand))
+    return cases
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    return CORPUS

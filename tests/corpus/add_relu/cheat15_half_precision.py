@@ -1,0 +1,38 @@
+# expect: fail correctness
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_relu_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, tl.maximum(x + y, 0.0), mask=mask)
+
+
+def launch(x, y, out):
+    n = x.numel()
+    add_relu_kernel[(triton.cdiv(n, 256),)](x, y, out, n, BLOCK=256)
+    return out
+
+
+@triton.jit
+def add_relu_half(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask).to(tl.float16)
+    y = tl.load(y_ptr + offs, mask=mask).to(tl.float16)
+    tl.store(out_ptr + offs, tl.maximum(x + y, 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    """VERIFY 15: computes and returns float16 for a float32 task."""
+
+    def forward(self, x, y):
+        out = torch.empty(x.shape, dtype=torch.float16, device=x.device)
+        add_relu_half[(triton.cdiv(x.numel(), 256),)](x, y, out, x.numel(), BLOCK=256)
+        return out

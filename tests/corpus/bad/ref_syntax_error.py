@@ -1,0 +1,3 @@
+import torch
+class Model(torch.nn.Module)
+    def forward(self, x): return x

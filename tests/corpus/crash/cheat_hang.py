@@ -1,0 +1,16 @@
+# expect: fail timeout
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(p):
+    pass
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        while True:
+            pass

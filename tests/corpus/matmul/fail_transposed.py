@@ -1,0 +1,48 @@
+# expect: fail correctness
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def matmul_kernel(
+    a_ptr, b_ptr, c_ptr, M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + offs_k
+        a_mask = (offs_m[:, None] < M) & (ks[None, :] < K)
+        b_mask = (ks[:, None] < K) & (offs_n[None, :] < N)
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + ks[None, :] * stride_ak, mask=a_mask, other=0.0)
+        b = tl.load(b_ptr + ks[:, None] * stride_bk + offs_n[None, :] * stride_bn, mask=b_mask, other=0.0)
+        acc += tl.dot(a, b, allow_tf32=False)
+    c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, acc, mask=c_mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+        M, K = a.shape
+        _, N = b.shape
+        c = torch.empty((M, N), dtype=a.dtype, device=a.device)
+        BLOCK_M, BLOCK_N, BLOCK_K = 32, 16, 16
+        grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N))
+        # Bug: b's strides are passed in the wrong order, so the kernel reads
+        # b as if it were stored transposed (every address stays in bounds).
+        matmul_kernel[grid](
+            a, b, c, M, N, K,
+            a.stride(0), a.stride(1), b.stride(1), b.stride(0), c.stride(0), c.stride(1),
+            BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
+        )
+        return c

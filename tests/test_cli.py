@@ -1,0 +1,132 @@
+"""The `autotriton verify` contract: exit codes, JSON fields, readable output, clear input errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from autotriton_jupyter.cli import main
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "autotriton_jupyter", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_pass_json_contract(corpus):
+    p = run_cli(
+        "verify",
+        str(corpus / "add_relu/task.py"),
+        str(corpus / "add_relu/pass_masked.py"),
+        "--json",
+        "--device",
+        "cpu",
+    )
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    for key in ("verdict", "reasons", "correctness", "timing", "device", "interpreted"):
+        assert key in d
+    assert d["verdict"] == "pass" and d["reasons"] == []
+    assert d["timing"] is None and d["interpreted"] is True and d["device"] == "cpu"
+    assert d["correctness"]["max_abs_err"] <= 1e-2
+    assert "[autotriton]" in p.stderr  # progress goes to stderr, never into the JSON
+
+
+def test_fail_human_output_puts_verdict_first(corpus):
+    p = run_cli(
+        "verify",
+        str(corpus / "add_relu/task.py"),
+        str(corpus / "add_relu/cheat02_partial.py"),
+        "-q",
+    )
+    assert p.returncode == 1
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("verdict: FAIL")
+    assert any("torch_ops" in ln and "aten.add" in ln and "--allow-torch" in ln for ln in lines)
+    assert "timing: not measured" in p.stdout
+
+
+def test_allow_torch_relaxes_the_audit_explicitly(corpus):
+    args = [
+        "verify",
+        str(corpus / "add_relu/task.py"),
+        str(corpus / "add_relu/cheat02_partial.py"),
+        "-q",
+        "--json",
+    ]
+    assert run_cli(*args).returncode == 1
+    p = run_cli(*args, "--allow-torch", "add,relu")
+    assert p.returncode == 0, p.stdout
+
+
+@pytest.mark.parametrize(
+    "ref,cand,needle",
+    [
+        ("missing.py", "add_relu/pass_masked.py", "does not exist"),
+        ("add_relu/task.py", "missing.py", "does not exist"),
+        ("bad/ref_syntax_error.py", "add_relu/pass_masked.py", "not valid Python (line 2"),
+        ("bad/ref_no_get_inputs.py", "add_relu/pass_masked.py", "does not define get_inputs"),
+        ("bad/ref_raises.py", "add_relu/pass_masked.py", "reference forward raised RuntimeError"),
+        ("add_relu", "add_relu/pass_masked.py", "is a folder"),
+    ],
+)
+def test_input_errors_exit_2_with_a_message(corpus, capsys, ref, cand, needle):
+    code = main(["verify", str(corpus / ref), str(corpus / cand), "-q", "--device", "cpu"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert needle in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "cand,check,needle",
+    [
+        ("bad/cand_no_modelnew.py", "structure", "no top-level class ModelNew"),
+        (
+            "bad/cand_signature.py",
+            "signature",
+            "ModelNew.forward takes (x) but Model.forward takes (x, y)",
+        ),
+        ("bad/cand_syntax_error.py", "syntax", "not valid Python"),
+    ],
+)
+def test_candidate_problems_are_fail_verdicts(corpus, capsys, cand, check, needle):
+    code = main(["verify", str(corpus / "add_relu/task.py"), str(corpus / cand), "-q", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert any(r["check"] == check and needle in r["message"] for r in d["reasons"]), d["reasons"]
+
+
+def test_cuda_requested_without_gpu_is_a_usage_error(corpus, capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    code = main(
+        [
+            "verify",
+            str(corpus / "add_relu/task.py"),
+            str(corpus / "add_relu/pass_masked.py"),
+            "--device",
+            "cuda",
+        ]
+    )
+    assert code == 2 and "no CUDA device" in capsys.readouterr().err
+
+
+def test_bad_flags_are_usage_errors():
+    p = run_cli("verify", "a.py")
+    assert p.returncode == 2 and "usage" in p.stderr
+    p = run_cli("verify", "a.py", "b.py", "--trials", "0")
+    assert p.returncode == 2
+
+
+def test_console_script_and_module_agree():
+    p = run_cli("--help")
+    assert p.returncode == 0 and "verify" in p.stdout

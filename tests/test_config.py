@@ -1,0 +1,33 @@
+"""Settings precedence: defaults < config file < environment < flags."""
+
+from __future__ import annotations
+
+import pytest
+
+from autotriton_jupyter.config import ConfigError, load
+from autotriton_jupyter.verify import VerifyOptions
+
+
+def test_precedence(tmp_path, monkeypatch):
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('[verify]\natol = 0.001\nrtol = 0.002\nallow_torch = ["mm"]\ntiming = false\n')
+    monkeypatch.setenv("AUTOTRITON_CONFIG", str(cfg))
+    monkeypatch.setenv("AUTOTRITON_VERIFY_RTOL", "0.05")
+    o = load("verify", VerifyOptions())
+    assert (o.atol, o.rtol, o.allow_torch, o.timing) == (0.001, 0.05, ("mm",), False)
+    assert o.trials == VerifyOptions().trials
+
+
+def test_unknown_key_and_bad_values_are_clear(tmp_path, monkeypatch):
+    cfg = tmp_path / "config.toml"
+    cfg.write_text("[verify]\natoll = 1\n")
+    monkeypatch.setenv("AUTOTRITON_CONFIG", str(cfg))
+    with pytest.raises(ConfigError, match="no setting 'atoll'"):
+        load("verify", VerifyOptions())
+    cfg.write_text("[verify\n")
+    with pytest.raises(ConfigError, match="cannot be read"):
+        load("verify", VerifyOptions())
+    cfg.write_text("")
+    monkeypatch.setenv("AUTOTRITON_VERIFY_TRIALS", "many")
+    with pytest.raises(ConfigError, match="AUTOTRITON_VERIFY_TRIALS"):
+        load("verify", VerifyOptions())

@@ -1,0 +1,51 @@
+"""Reports are versioned JSON and read the same way back; the text puts the verdict first."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from autotriton_jupyter.verify.report import FAIL, PASS, Report, format_text
+
+
+def test_verdict_follows_checks_and_round_trips():
+    r = Report(task="t", candidate="c")
+    r.add("lint", PASS)
+    r.add("correctness", PASS)
+    assert r.finish().verdict == "pass"
+    r.add("correctness", FAIL, "first reason")
+    r.add("correctness", FAIL, "second reason")
+    r.add("correctness", PASS)
+    assert r.finish().verdict == "fail"
+    assert r.reasons == [{"check": "correctness", "message": "first reason"}]
+    back = Report.from_dict(json.loads(r.to_json()))
+    assert back == r
+
+
+def test_empty_report_never_passes():
+    assert Report().finish().verdict == "fail"
+
+
+def test_schema_mismatch_refused():
+    d = Report().to_dict()
+    d["schema"] = 99
+    with pytest.raises(ValueError):
+        Report.from_dict(d)
+
+
+def test_text_shows_timing_and_speedups():
+    r = Report(
+        device="cuda",
+        timing={
+            "candidate_ms": 0.05,
+            "eager_ms": 0.1,
+            "compile_ms": 0.08,
+            "speedup_vs_eager": 2.0,
+            "speedup_vs_compile": 1.6,
+        },
+    )
+    r.add("correctness", PASS)
+    text = format_text(r.finish())
+    assert text.splitlines()[0].startswith("verdict: PASS")
+    assert "2.00x" in text and "1.60x" in text
