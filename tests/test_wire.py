@@ -53,3 +53,26 @@ def test_malformed_and_pickled_input_is_refused():
     for bad in (b"", b"garbage", pickle.dumps({"ok": True}), wire.encode([1])[:-1] + b"xx"):
         with pytest.raises(wire.WireError):
             wire.decode(bad)
+
+
+def test_large_messages_spill_to_a_file_that_is_removed(tmp_path):
+    import multiprocessing
+
+    a, b = multiprocessing.Pipe()
+    big = torch.randn(600_000)  # 2.4 MB: over the spill threshold
+    wire.send(a, {"x": big}, str(tmp_path))
+    assert len(list(tmp_path.iterdir())) == 1
+    assert torch.equal(wire.recv(b, str(tmp_path))["x"], big)
+    assert list(tmp_path.iterdir()) == []
+    wire.send(a, {"small": 1}, str(tmp_path))
+    assert wire.recv(b, str(tmp_path)) == {"small": 1} and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", [b"../../etc/passwd", b"msg-x.bin/../y", b"msg-missing.bin"])
+def test_spill_names_are_validated(tmp_path, name):
+    import multiprocessing
+
+    a, b = multiprocessing.Pipe()
+    a.send_bytes(wire._SPILL_MARK + name)
+    with pytest.raises(wire.WireError):
+        wire.recv(b, str(tmp_path))

@@ -69,6 +69,7 @@ class Worker:
     """One started worker process and the judge's end of its pipe."""
 
     def __init__(self, proc: Any, conn: Any, log_path: Path, memory_limit: int) -> None:
+        self.spill_dir = str(log_path.parent)
         self.proc = proc
         self.conn = conn
         self.log_path = log_path
@@ -87,11 +88,9 @@ class Worker:
         while True:
             if self.conn.poll(_POLL_S):
                 try:
-                    data = self.conn.recv_bytes(_MAX_MESSAGE)
+                    return wire.recv(self.conn, self.spill_dir, _MAX_MESSAGE)
                 except (EOFError, OSError):
                     self._raise_dead(what)
-                try:
-                    return wire.decode(data)
                 except wire.WireError as e:
                     self.kill()
                     raise WorkerFailure(
@@ -136,7 +135,7 @@ class Worker:
         """Send one command and wait for its reply; failures raise WorkerFailure."""
         self.wait_ready(timeout)
         try:
-            self.conn.send_bytes(wire.encode({"op": op, **payload}))
+            wire.send(self.conn, {"op": op, **payload}, self.spill_dir)
         except (BrokenPipeError, OSError):
             self._raise_dead(what or op)
         reply = self._receive(timeout, what or op)

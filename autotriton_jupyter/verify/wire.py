@@ -9,7 +9,10 @@ values and ordinary CPU tensors.
 from __future__ import annotations
 
 import json
+import os
+import re
 import struct
+import tempfile
 from typing import Any
 
 import torch
@@ -53,7 +56,12 @@ def dtype_from_name(name: str) -> torch.dtype:
 
 def encode(value: Any) -> bytes:
     """Encode a tree of dicts, lists, tuples, scalars and tensors."""
-    blobs: list[bytes] = []
+    return b"".join(encode_parts(value))
+
+
+def encode_parts(value: Any) -> list[Any]:
+    """The encoded message as buffers (header first), to write without joining them."""
+    blobs: list[Any] = []
 
     def walk(v: Any) -> Any:
         if v is None or isinstance(v, bool | int | float | str):
@@ -67,7 +75,7 @@ def encode(value: Any) -> bytes:
             if t.device.type != "cpu":
                 t = t.cpu()
             t = t.contiguous()
-            raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+            raw = t.reshape(-1).view(torch.uint8).numpy() if t.numel() else b""
             blobs.append(raw)
             return {
                 "__tensor__": len(blobs) - 1,
@@ -92,7 +100,7 @@ def encode(value: Any) -> bytes:
 
     tree = walk(value)
     header = json.dumps({"tree": tree, "sizes": [len(b) for b in blobs]}).encode()
-    return b"".join([_HEADER.pack(len(header)), header, *blobs])
+    return [_HEADER.pack(len(header)) + header, *blobs]
 
 
 def decode(data: bytes) -> Any:
@@ -145,3 +153,43 @@ def decode(data: bytes) -> Any:
         return v
 
     return walk(tree)
+
+
+# Large messages go through a file in a private scratch folder, named on the pipe:
+# a socket pipe moves hundreds of megabytes far more slowly than the page cache.
+_SPILL_MARK = b"\x00spill\x00"
+_SPILL_BYTES = 1 << 20
+_SPILL_NAME = re.compile(r"msg-[A-Za-z0-9_]+\.bin")
+
+
+def send(conn: Any, value: Any, spill_dir: str) -> None:
+    """Send one message on a multiprocessing Connection (through spill_dir when large)."""
+    parts = encode_parts(value)
+    if sum(len(p) for p in parts) <= _SPILL_BYTES:
+        conn.send_bytes(b"".join(parts))
+        return
+    fd, path = tempfile.mkstemp(dir=spill_dir, prefix="msg-", suffix=".bin")
+    with os.fdopen(fd, "wb") as f:
+        for p in parts:
+            f.write(p)
+    conn.send_bytes(_SPILL_MARK + os.path.basename(path).encode())
+
+
+def recv(conn: Any, spill_dir: str, maxlength: int | None = None) -> Any:
+    """Receive one message sent by `send`; a spilled file is read once and deleted."""
+    data = conn.recv_bytes(maxlength)
+    if data.startswith(_SPILL_MARK):
+        name = data[len(_SPILL_MARK) :].decode(errors="replace")
+        if not _SPILL_NAME.fullmatch(name):
+            raise WireError("a spilled message named an unexpected file")
+        path = os.path.join(spill_dir, name)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError as e:
+            raise WireError(f"a spilled message cannot be read: {e}") from None
+        try:
+            with os.fdopen(fd, "rb") as f:
+                data = f.read()
+        finally:
+            os.unlink(path)
+    return decode(data)

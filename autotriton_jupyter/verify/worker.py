@@ -436,7 +436,7 @@ def serve(
         return
     while True:
         try:
-            msg = wire.decode(conn.recv_bytes())
+            msg = wire.recv(conn, workdir)
         except (EOFError, OSError):
             return
         op = msg.get("op")
@@ -452,9 +452,10 @@ def serve(
                 "traceback": traceback.format_exc()[-3000:],
             }
         try:
-            data = wire.encode(reply)
-        except Exception as e:
-            data = wire.encode(
-                {"ok": False, "error": f"the result could not be sent: {_describe(e)}"}
+            wire.send(conn, reply, workdir)
+        except wire.WireError as e:
+            wire.send(
+                conn,
+                {"ok": False, "error": f"the result could not be sent: {_describe(e)}"},
+                workdir,
             )
-        conn.send_bytes(data)
