@@ -1,0 +1,1 @@
+"""Everything about the language model: the Generator protocol, prompts, extraction, backends."""

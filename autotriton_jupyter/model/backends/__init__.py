@@ -1,0 +1,1 @@
+"""Generator backends: llama.cpp (GGUF), transformers (HF weights), OpenAI-compatible HTTP."""
