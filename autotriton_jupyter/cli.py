@@ -82,6 +82,129 @@ def cmd_bench_verify(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
+def _model_options(args: argparse.Namespace):
+    from .config import load
+    from .model.registry import ModelOptions
+
+    o = load("model", ModelOptions())
+    if getattr(args, "model", None):
+        o.name = args.model
+    return o
+
+
+class _TokenProgress:
+    """Model loading and per-sample progress on stderr; the live token line only on a terminal."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.live = sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, e) -> None:
+        import time
+
+        if self.quiet:
+            return
+        if e.kind == "load":
+            print(f"[autotriton] {e.message}", file=sys.stderr, flush=True)
+        elif e.kind == "token" and self.live and time.monotonic() - self.last > 0.2:
+            self.last = time.monotonic()
+            who = "all samples" if e.sample < 0 else f"sample {e.sample + 1}"
+            line = f"[autotriton] {who}: {e.tokens} tokens, {e.tokens_per_s:.1f} tok/s"
+            print(f"\r\033[K{line}", end="", file=sys.stderr, flush=True)
+        elif e.kind == "done":
+            line = (
+                f"[autotriton] sample {e.sample + 1}: {e.tokens} tokens, "
+                f"{e.tokens_per_s:.1f} tok/s, {e.message}"
+            )
+            print(f"\r\033[K{line}" if self.live else line, file=sys.stderr, flush=True)
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from .generate import generate_interruptibly, sample_record, write_samples
+    from .model.generator import GenerationParams
+    from .model.registry import load
+    from .task import Task
+
+    task = Task.from_file(args.reference)
+    options = _model_options(args)
+    progress = _TokenProgress(args.quiet)
+    generator = load(options.name, options, on_event=progress)
+    params = GenerationParams(
+        max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p, seed=args.seed
+    )
+    samples, interrupted = generate_interruptibly(task, generator, args.n, params, progress)
+    out_dir = args.output or f"autotriton-out/{task.name}"
+    summary = write_samples(samples, out_dir, options.name)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "model": options.name,
+                    "summary": str(summary),
+                    "interrupted": interrupted,
+                    "samples": [sample_record(x) for x in samples],
+                }
+            )
+        )
+    else:
+        for x in samples:
+            c = x.completion
+            what = x.code_path or f"no candidate ({x.extraction.problem})"
+            print(
+                f"sample {c.sample + 1}: {c.tokens} tokens in {c.seconds:.1f} s "
+                f"({c.tokens_per_s:.1f} tok/s, {c.finish_reason}) -> {what}"
+            )
+        print(f"written to {out_dir} (summary.json)")
+    if interrupted:
+        print(
+            f"autotriton: interrupted; {len(samples)} finished samples were kept.", file=sys.stderr
+        )
+        return 130
+    return EXIT_PASS
+
+
+def cmd_model_list(args: argparse.Namespace) -> int:
+    from .model.registry import list_models
+
+    specs = list_models(_model_options(args))
+    if args.json:
+        from dataclasses import asdict
+
+        print(json.dumps([asdict(s) for s in specs]))
+        return EXIT_PASS
+    for s in specs:
+        state = "ready" if s.available else f"needs {s.needs}"
+        print(
+            f"{s.name:<14} {s.backend:<9} {state}{'  ' + s.path if s.available and s.path else ''}"
+        )
+    return EXIT_PASS
+
+
+def cmd_model_pull(args: argparse.Namespace) -> int:
+    from .model.registry import pull
+
+    path = pull(args.name, on_event=_progress(args.quiet))
+    print(path)
+    return EXIT_PASS
+
+
+def cmd_bench_generate(args: argparse.Namespace) -> int:
+    from .model.bench import bench_generate
+
+    batches = tuple(int(b) for b in args.batches.split(","))
+    result = bench_generate(
+        args.shape,
+        batches=batches,
+        prompt_tokens=args.prompt_tokens,
+        new_tokens=args.new_tokens,
+        static_cache=not args.no_static_cache,
+        on_event=_progress(args.quiet),
+    )
+    print(json.dumps(result, indent=2) if args.json else result["text"])
+    return EXIT_PASS
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="autotriton", description="Verified Triton kernels from PyTorch modules."
@@ -99,6 +222,34 @@ def build_parser() -> argparse.ArgumentParser:
     _add_verify_flags(v)
     v.set_defaults(func=cmd_verify)
 
+    g = sub.add_parser("generate", help="sample Triton rewrites of a task with the local model")
+    g.add_argument("reference", help="REF.py in the KernelBench format")
+    g.add_argument(
+        "--model",
+        help="autotriton (default), tiny, tiny-hf, a .gguf file, an HF folder, or openai:NAME",
+    )
+    g.add_argument("-n", type=int, default=4, help="number of samples (default 4)")
+    g.add_argument("--max-tokens", type=int, default=8192, help="per sample (default 8192)")
+    g.add_argument("--temperature", type=float, default=0.6)
+    g.add_argument("--top-p", type=float, default=0.95)
+    g.add_argument("--seed", type=int)
+    g.add_argument(
+        "-o", "--output", help="folder for completions and candidates (default autotriton-out/TASK)"
+    )
+    g.add_argument("--json", action="store_true")
+    g.add_argument("-q", "--quiet", action="store_true")
+    g.set_defaults(func=cmd_generate)
+
+    m = sub.add_parser("model", help="the models available here")
+    msub = m.add_subparsers(dest="what", required=True)
+    ml = msub.add_parser("list", help="named models and what each needs")
+    ml.add_argument("--json", action="store_true")
+    ml.set_defaults(func=cmd_model_list, model=None)
+    mp = msub.add_parser("pull", help="download a model's weights (needs network)")
+    mp.add_argument("name", nargs="?", default="autotriton")
+    mp.add_argument("-q", "--quiet", action="store_true")
+    mp.set_defaults(func=cmd_model_pull)
+
     b = sub.add_parser("bench", help="benchmarks of this tool itself")
     bsub = b.add_subparsers(dest="what", required=True)
     bv = bsub.add_parser("verify", help="fixed cost per candidate and wall time for N candidates")
@@ -107,18 +258,32 @@ def build_parser() -> argparse.ArgumentParser:
     bv.add_argument("--json", action="store_true")
     _add_verify_flags(bv)
     bv.set_defaults(func=cmd_bench_verify)
+    bg = bsub.add_parser(
+        "generate",
+        help="decode tok/s of the transformers backend (random "
+        "weights of AutoTriton's shape by default)",
+    )
+    bg.add_argument("--shape", choices=["autotriton", "tiny"], default="autotriton")
+    bg.add_argument("--batches", default="1,8")
+    bg.add_argument("--prompt-tokens", type=int, default=512)
+    bg.add_argument("--new-tokens", type=int, default=256)
+    bg.add_argument("--no-static-cache", action="store_true")
+    bg.add_argument("--json", action="store_true")
+    bg.add_argument("-q", "--quiet", action="store_true")
+    bg.set_defaults(func=cmd_bench_generate)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `autotriton`; returns the exit status."""
     from .config import ConfigError
+    from .model.generator import GenerationError
     from .task import TaskError
 
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (TaskError, ConfigError) as e:
+    except (TaskError, ConfigError, GenerationError) as e:
         print(f"autotriton: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

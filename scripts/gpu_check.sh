@@ -3,7 +3,8 @@
 # the verifier benchmark and example reports, all written into OUTDIR.
 #   bash scripts/gpu_check.sh OUTDIR
 set -uo pipefail
-OUT=${1:?usage: scripts/gpu_check.sh OUTDIR}
+OUT=${1:?usage: scripts/gpu_check.sh OUTDIR [verify|generate|all]}
+WHAT=${2:-all}
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -13,6 +14,15 @@ PY=${PYTHON:-python3}
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
     "$PY" -c "import sys, torch, triton; print('python', sys.version.split()[0]); print('torch', torch.__version__, 'triton', triton.__version__)"
 } > "$OUT/env.txt" 2>&1
+
+if [ "$WHAT" = generate ] || [ "$WHAT" = all ]; then
+    echo "== generation: fast-path tests, then the 8B-shape decode benchmark"
+    timeout 150 "$PY" -m pytest tests/gpu/test_gpu_generate.py -v -p no:cacheprovider --timeout 140 2>&1 | tee "$OUT/gpu-generate-tests.log"
+    timeout 420 "$PY" -m autotriton_jupyter bench generate --json > "$OUT/bench-generate.json" 2> "$OUT/bench-generate.log"
+    tail -5 "$OUT/bench-generate.log"
+    "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['text'])" "$OUT/bench-generate.json"
+    [ "$WHAT" = generate ] && exit 0
+fi
 
 echo "== GPU tests"
 timeout 300 "$PY" -m pytest tests/gpu -v -p no:cacheprovider --timeout 200 --durations=10 2>&1 | tee "$OUT/gpu-tests.log"

@@ -1,0 +1,114 @@
+"""Sample candidate kernels for a task and keep each completion with its extracted code (UI-free)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .model.extract import Extraction, extract
+from .model.generator import Cancel, Completion, EventSink, GenerationParams, Generator
+from .model.prompts import task_chat
+from .task import Task
+
+
+@dataclass
+class Sample:
+    """One completion, what was extracted from it, and where it was written."""
+
+    completion: Completion
+    extraction: Extraction
+    code_path: str | None = None
+    text_path: str | None = None
+
+
+def generate_candidates(
+    task: Task,
+    generator: Generator,
+    n: int,
+    params: GenerationParams,
+    on_event: EventSink | None = None,
+    cancel: Cancel | None = None,
+    class_name: str = "Model",
+) -> list[Sample]:
+    """n completions for the task, each with its extracted candidate source."""
+    chat = task_chat(task.source, class_name)
+    completions = generator.generate([chat], n, params, on_event=on_event, cancel=cancel)
+    return [Sample(c, extract(c.text, c.finish_reason)) for c in completions]
+
+
+def generate_interruptibly(
+    task: Task,
+    generator: Generator,
+    n: int,
+    params: GenerationParams,
+    on_event: EventSink | None = None,
+) -> tuple[list[Sample], bool]:
+    """Like generate_candidates, but Ctrl-C cancels cleanly and keeps what finished."""
+    cancel = Cancel()
+    box: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            box["samples"] = generate_candidates(task, generator, n, params, on_event, cancel)
+        except BaseException as e:  # re-raised in the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=work, name="autotriton-generate", daemon=True)
+    t.start()
+    interrupted = False
+    while t.is_alive():
+        try:
+            t.join(0.2)
+        except KeyboardInterrupt:
+            interrupted = True
+            cancel.set()
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box.get("samples", []), interrupted  # type: ignore[return-value]
+
+
+def write_samples(samples: list[Sample], out_dir: str | Path, model: str) -> Path:
+    """Write sample-K.md (the whole completion), sample-K.py (the candidate) and summary.json."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = []
+    for s in samples:
+        k = s.completion.sample + 1
+        text_path = out / f"sample-{k}.md"
+        text_path.write_text(s.completion.text)
+        s.text_path = str(text_path)
+        if s.extraction.code:
+            code_path = out / f"sample-{k}.py"
+            code_path.write_text(s.extraction.code)
+            s.code_path = str(code_path)
+        summary.append(
+            {
+                "sample": k,
+                "tokens": s.completion.tokens,
+                "seconds": round(s.completion.seconds, 3),
+                "tokens_per_s": round(s.completion.tokens_per_s, 2),
+                "finish_reason": s.completion.finish_reason,
+                "truncated": s.extraction.truncated,
+                "problem": s.extraction.problem,
+                "code": s.code_path,
+                "completion": s.text_path,
+            }
+        )
+    path = out / "summary.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({"model": model, "samples": summary}, indent=2))
+    tmp.replace(path)  # never a half-written summary
+    return path
+
+
+def sample_record(s: Sample) -> dict:
+    """A JSON-ready view of one sample."""
+    return {
+        "completion": asdict(s.completion),
+        "code": s.extraction.code,
+        "problem": s.extraction.problem,
+        "truncated": s.extraction.truncated,
+        "code_path": s.code_path,
+    }

@@ -1,0 +1,162 @@
+"""llama.cpp through llama-cpp-python: GGUF files, all layers on the GPU when there is one.
+
+The chat template comes from the GGUF's own metadata (llama-cpp-python applies it).
+Samples are drawn one after another; cancelling stops the stream after the current
+token and leaves the model loaded and usable.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+from ..generator import (
+    Cancel,
+    Chat,
+    Completion,
+    Event,
+    EventSink,
+    GenerationError,
+    GenerationParams,
+)
+from ..prompts import fold_system
+
+
+def check_gguf(path: str | Path) -> Path:
+    """The path, if it is a readable GGUF file; otherwise a GenerationError saying why."""
+    p = Path(path)
+    if not p.is_file():
+        raise GenerationError(f"The GGUF file {p} does not exist.")
+    with p.open("rb") as f:
+        magic = f.read(4)
+    if magic != b"GGUF":
+        raise GenerationError(
+            f"{p} is not a GGUF file (it does not start with the GGUF magic); "
+            "convert the model with llama.cpp's convert_hf_to_gguf.py."
+        )
+    return p
+
+
+class LlamaCppGenerator:
+    """A GGUF model loaded in this process."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        n_ctx: int = 16384,
+        n_gpu_layers: int = -1,
+        on_event: EventSink | None = None,
+        name: str = "",
+        lora_path: str | None = None,
+    ) -> None:
+        try:
+            from llama_cpp import Llama
+        except ImportError as e:
+            raise GenerationError(
+                "llama-cpp-python is not installed: pip install 'autotriton-jupyter[llamacpp]'."
+            ) from e
+        p = check_gguf(path)
+        self.name = name or p.stem
+        emit = on_event or (lambda _e: None)
+        emit(Event("load", message=f"loading {p.name} with llama.cpp"))
+        t0 = time.perf_counter()
+        try:
+            self.llm = Llama(
+                model_path=str(p),
+                n_ctx=n_ctx,
+                n_gpu_layers=n_gpu_layers,
+                lora_path=lora_path,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError) as e:
+            raise GenerationError(
+                f"llama.cpp could not load {p} ({e}); the file may be corrupt "
+                "or of an architecture this llama.cpp build does not know."
+            ) from e
+        emit(Event("load", message=f"loaded {p.name} in {time.perf_counter() - t0:.1f} s"))
+
+    def generate(
+        self,
+        chats: list[Chat],
+        n: int,
+        params: GenerationParams,
+        on_event: EventSink | None = None,
+        cancel: Cancel | None = None,
+    ) -> list[Completion]:
+        """Sample n completions per chat, streaming each token as an Event."""
+        emit = on_event or (lambda _e: None)
+        out: list[Completion] = []
+        for ci, chat in enumerate(chats):
+            for s in range(n):
+                if cancel and cancel.cancelled:
+                    return out
+                seed = params.seed + s if params.seed is not None else random.randrange(2**31)
+                out.append(self._one(fold_system(chat), params, seed, ci, s, emit, cancel))
+        return out
+
+    def _one(
+        self,
+        messages: Chat,
+        params: GenerationParams,
+        seed: int,
+        ci: int,
+        s: int,
+        emit: EventSink,
+        cancel: Cancel | None,
+    ) -> Completion:
+        t0 = time.perf_counter()
+        parts: list[str] = []
+        tokens, finish = 0, "stop"
+        try:
+            stream = self.llm.create_chat_completion(
+                messages=messages,
+                max_tokens=params.max_tokens,
+                temperature=params.temperature,
+                top_p=params.top_p,
+                seed=seed,
+                stream=True,
+            )
+            for chunk in stream:
+                choice = chunk["choices"][0]
+                piece = choice.get("delta", {}).get("content") or ""
+                if piece:
+                    parts.append(piece)
+                    tokens += 1
+                    dt = time.perf_counter() - t0
+                    emit(
+                        Event(
+                            "token",
+                            sample=s,
+                            chat=ci,
+                            text=piece,
+                            tokens=tokens,
+                            tokens_per_s=tokens / dt if dt else 0.0,
+                        )
+                    )
+                if choice.get("finish_reason"):
+                    finish = choice["finish_reason"]
+                if cancel and cancel.cancelled:
+                    finish = "cancelled"
+                    stream.close()
+                    break
+        except ValueError as e:
+            if "exceed context window" in str(e):
+                raise GenerationError(
+                    f"The prompt is longer than the model's context ({e}); "
+                    "raise n_ctx in settings or shorten the task."
+                ) from e
+            raise
+        seconds = time.perf_counter() - t0
+        emit(
+            Event(
+                "done",
+                sample=s,
+                chat=ci,
+                tokens=tokens,
+                tokens_per_s=tokens / seconds if seconds else 0.0,
+                message=finish,
+            )
+        )
+        return Completion("".join(parts), tokens, finish, seconds, chat=ci, sample=s)

@@ -1,0 +1,146 @@
+"""`autotriton bench generate`: decode speed of the transformers backend.
+
+Speed does not depend on weight values, so by default the model is AutoTriton's exact
+shape (MODEL.md) with random weights, built directly on the device. Timing counts
+decode steps only (end-of-sequence is ignored, so every row runs the full length);
+the first run of each batch size, which compiles, is reported apart.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .generator import GenerationParams
+
+AUTOTRITON_SHAPE = {
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "vocab_size": 155136,
+    "rope_theta": 500000.0,
+    "rms_norm_eps": 1e-6,
+    "tie_word_embeddings": False,
+    "max_position_embeddings": 32768,
+    "bos_token_id": 0,
+    "eos_token_id": 2,
+    "pad_token_id": 1,
+}
+TINY_SHAPE = {
+    **AUTOTRITON_SHAPE,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "vocab_size": 512,
+    "max_position_embeddings": 2048,
+}
+
+
+def random_llama(shape: dict[str, Any], device: str, dtype: Any = None) -> Any:
+    """A LlamaForCausalLM of the given shape with random weights, allocated on the device."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(**shape)
+    if dtype is None:
+        dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    with torch.device("meta"):
+        model = LlamaForCausalLM(config)
+    model = model.to_empty(device=device).to(dtype)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.fill_(1.0)
+            else:
+                p.normal_(0.0, 0.02)
+    # Rotary tables are buffers computed at construction, left empty on the meta device:
+    # build those modules again, on the device, with their own initialisation.
+    for parent in list(model.modules()):
+        for child_name, child in list(parent.named_children()):
+            if hasattr(child, "inv_freq"):
+                setattr(parent, child_name, type(child)(config=config).to(device))
+    return model.eval()
+
+
+def bench_generate(
+    shape: str = "autotriton",
+    batches: tuple[int, ...] = (1, 8),
+    prompt_tokens: int = 512,
+    new_tokens: int = 256,
+    static_cache: bool = True,
+    device: str = "auto",
+    temperature: float = 0.0,
+    on_event: Any = None,
+) -> dict[str, Any]:
+    """Decode tokens/s at each batch size; returns figures and a text summary."""
+    import torch
+
+    from .backends.hf import HFGenerator
+
+    emit = on_event or (lambda _m: None)
+    dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+    t0 = time.perf_counter()
+    model = random_llama(AUTOTRITON_SHAPE if shape == "autotriton" else TINY_SHAPE, dev)
+    build_s = time.perf_counter() - t0
+    gen = HFGenerator(
+        "random",
+        model=model,
+        tokenizer=None,
+        device=dev,
+        static_cache=static_cache,
+        name=f"random-{shape}",
+    )
+    params = GenerationParams(max_tokens=new_tokens, temperature=temperature, top_p=0.95)
+    vocab = model.config.vocab_size
+    result: dict[str, Any] = {
+        "shape": shape,
+        "device": dev,
+        "static_cache": gen.static_cache,
+        "prompt_tokens": prompt_tokens,
+        "new_tokens": new_tokens,
+        "build_s": build_s,
+        "runs": [],
+    }
+    if dev == "cuda":
+        result["gpu"] = torch.cuda.get_device_name()
+    for b in batches:
+        prompt = torch.randint(3, vocab, (b, prompt_tokens), device=dev)
+        for label in ("first (compiles)", "timed"):
+            if dev == "cuda":
+                torch.cuda.synchronize()
+            s0 = time.perf_counter()
+            steps = 0
+            with torch.inference_mode():
+                for tok in gen._token_steps(prompt, new_tokens, params):
+                    steps += 1
+                    tok.tolist()  # the per-token host read a streaming user pays for
+            if dev == "cuda":
+                torch.cuda.synchronize()
+            secs = time.perf_counter() - s0
+            run = {
+                "batch": b,
+                "run": label,
+                "seconds": secs,
+                "tokens": steps * b,
+                "tokens_per_s": steps * b / secs,
+            }
+            result["runs"].append(run)
+            emit(f"batch {b} {label}: {run['tokens_per_s']:.1f} tok/s")
+    if dev == "cuda":
+        result["peak_memory_gb"] = torch.cuda.max_memory_allocated() / 2**30
+    timed = [r for r in result["runs"] if r["run"] == "timed"]
+    lines = [
+        f"decode speed, {shape} shape, random weights, {dev}"
+        + (f" ({result.get('gpu')})" if dev == "cuda" else "")
+        + f", static cache {'on' if gen.static_cache else 'off'}, prompt {prompt_tokens}, "
+        f"{new_tokens} new tokens (prefill included)"
+    ]
+    lines += [f"  batch {r['batch']}: {r['tokens_per_s']:.1f} tok/s total" for r in timed]
+    result["text"] = "\n".join(lines)
+    return result
