@@ -52,7 +52,7 @@ def random_llama(shape: dict[str, Any], device: str, dtype: Any = None) -> Any:
         dtype = torch.bfloat16 if device == "cuda" else torch.float32
     with torch.device("meta"):
         model = LlamaForCausalLM(config)
-    model = model.to_empty(device=device).to(dtype)
+    model = model.to(dtype).to_empty(device=device)  # cast on meta: never a float32 copy
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("norm.weight"):
