@@ -274,6 +274,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminate(signum: int, frame: object) -> None:
+    """A SIGTERM unwinds like Ctrl-C, so workers are killed and scratch files removed."""
+    raise KeyboardInterrupt
+
+
+def threading_main() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `autotriton`; returns the exit status."""
     from .config import ConfigError
@@ -281,8 +292,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .task import TaskError
 
     args = build_parser().parse_args(argv)
+    import signal
+
+    if threading_main():
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         return args.func(args)
+    except BrokenPipeError:  # output piped into `head` and the like: nothing left to say
+        return 141
     except (TaskError, ConfigError, GenerationError) as e:
         print(f"autotriton: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 ENTRY_POINTS = ("Model", "get_inputs", "get_init_inputs")
+
+
+_PARSE_LOCK = threading.Lock()
+
+
+def parse_source(source: str, filename: str = "<source>") -> ast.Module:
+    """ast.parse, one at a time: CPython 3.11 can corrupt its AST builder when threads parse at once."""
+    with _PARSE_LOCK:
+        return ast.parse(source, filename=filename)
 
 
 class TaskError(ValueError):
@@ -65,7 +75,7 @@ class Task:
 
     def tree(self) -> ast.Module:
         try:
-            return ast.parse(self.source, filename=self.path or self.name)
+            return parse_source(self.source, self.path or self.name)
         except SyntaxError as e:
             raise TaskError(
                 f"The reference {self.path or self.name} is not valid Python "

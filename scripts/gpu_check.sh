@@ -25,7 +25,7 @@ if [ "$WHAT" = generate ] || [ "$WHAT" = all ]; then
 fi
 
 echo "== GPU tests"
-timeout 300 "$PY" -m pytest tests/gpu -v -p no:cacheprovider --timeout 200 --durations=10 2>&1 | tee "$OUT/gpu-tests.log"
+timeout 330 "$PY" -m pytest tests/gpu -v -p no:cacheprovider --timeout 200 --durations=10 2>&1 | tee "$OUT/gpu-tests.log"
 
 echo "== verifier benchmark: 8 distinct candidates of a small task"
 VAR=$(mktemp -d)
@@ -37,7 +37,7 @@ for w in 1 2 4 8; do
             examples/candidates/softmax_rowwise.py > "$VAR/softmax_w${w}_s${s}.py"
     done
 done
-timeout 120 "$PY" -m autotriton_jupyter bench verify examples/tasks/softmax.py "$VAR"/*.py --json \
+timeout 90 "$PY" -m autotriton_jupyter bench verify examples/tasks/softmax.py "$VAR"/*.py --json \
     > "$OUT/bench-verify.json" 2> "$OUT/bench-verify.log"
 "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['text'])" "$OUT/bench-verify.json"
 
@@ -45,7 +45,7 @@ echo "== example reports"
 {
     timeout 60 "$PY" -m autotriton_jupyter verify examples/tasks/softmax.py examples/candidates/softmax_rowwise.py -q
     echo
-    timeout 60 "$PY" -m autotriton_jupyter verify examples/tasks/softmax_8192x4096.py examples/candidates/softmax_rowwise.py -q
+    timeout 45 "$PY" -m autotriton_jupyter verify examples/tasks/softmax_8192x4096.py examples/candidates/softmax_rowwise.py -q
 } 2>&1 | tee "$OUT/example-reports.txt"
 
 [ -n "${SKIP_CPU_SUITE:-}" ] && exit 0

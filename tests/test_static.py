@@ -80,6 +80,58 @@ def test_syntax_error_is_a_problem_not_an_exception():
     assert "line 1" in res.problems[0].message
 
 
-def test_item_is_noted_not_failed():
-    res = lint(HEADER + OK_CLASS + "def f(t):\n    return t.item()\n")
-    assert not res.problems and any(".item()" in n for n in res.notes)
+def test_item_is_host_compute():
+    assert "host_compute" in checks(OK_CLASS + "def f(t):\n    return t.item()\n")
+
+
+@pytest.mark.parametrize(
+    "body,check",
+    [
+        ("from torch.utils._python_dispatch import _disable_current_modes\n", "forbidden_import"),
+        (
+            "def f():\n    return torch.utils._python_dispatch._get_current_dispatch_mode()\n",
+            "private_api",
+        ),
+        ("x = torch._C\n", "private_api"),
+        ("import autotriton_jupyter.verify.worker as W\n", "forbidden_import"),
+        ("import pathlib\n", "forbidden_import"),
+        ("import runpy\n", "forbidden_import"),
+        ("p = torch\n", "module_alias"),
+        ("m = [torch][0]\n", "module_alias"),
+        ("def f(o, n):\n    return getattr(o, n)\n", "dynamic_access"),
+        ("def f(o):\n    return getattr(o, '__globals__')\n", "dynamic_access"),
+        ("def f(o):\n    return vars(o)\n", "dynamic_access"),
+        ("torch.cuda.set_per_process_memory_fraction(1.0)\n", "forbidden_call"),
+        (
+            "def helper(x):\n    return x\n@triton.jit\ndef k2(p):\n    helper(p)\n",
+            "kernel_calls_python",
+        ),
+    ],
+)
+def test_rules_against_escapes(body, check):
+    assert check in checks(OK_CLASS + body)
+
+
+def test_honest_idioms_are_allowed():
+    body = (
+        "import math\n"
+        "from triton.language.extra import libdevice\n"
+        "from triton.runtime import driver\n"
+        "@triton.jit\n"
+        "def _helper(x):\n    return x * 2\n"
+        "@triton.jit\n"
+        "def k3(p, n, BLOCK: tl.constexpr):\n"
+        "    offs = tl.arange(0, BLOCK)\n"
+        "    acc = tl.zeros([BLOCK], dtype=tl.float32)\n"
+        "    for i in range(0, n, BLOCK):\n"
+        "        acc += _helper(tl.load(p + i + offs, mask=i + offs < n, other=0.0))\n"
+        "    tl.store(p + offs, libdevice.exp(acc.to(tl.float32)) * math.pi)\n"
+        "class Extra(nn.Module):\n"
+        "    def __init__(self, names):\n"
+        "        super().__init__()\n"
+        "        nn.Module.__init__(self)\n"
+        "        for n in names:\n"
+        "            setattr(self, n, nn.Parameter(torch.zeros(1)))\n"
+        "        getattr(self, 'weight', None)\n"
+    )
+    assert checks(OK_CLASS + body) == set()

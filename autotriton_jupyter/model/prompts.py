@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 
+from ..task import parse_source
 from .generator import Chat
 
 KERNELBENCH_INSTRUCTION = (
@@ -83,7 +84,7 @@ def render_seed_coder(chat: Chat, bos: str, eos: str) -> str:
 
 def rename_class(source: str, old: str, new: str) -> str:
     """Rename a top-level class and every plain reference to it (AST-exact, comments kept)."""
-    tree = ast.parse(source)
+    tree = parse_source(source)
     spots: list[tuple[int, int, int]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and node.name == old:

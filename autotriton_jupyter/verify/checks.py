@@ -24,6 +24,9 @@ def _leaves(x: Any) -> list[Any]:
 
 def compare(out: Any, ref: Any, atol: float, rtol: float) -> Comparison:
     """Exact dtype and shape, same NaN/inf pattern, then |out-ref| <= atol + rtol*|ref|."""
+    if isinstance(out, tuple | list) != isinstance(ref, tuple | list):
+        kind = lambda v: "a tuple" if isinstance(v, tuple | list) else "a single tensor"  # noqa: E731
+        return Comparison(False, f"forward returned {kind(out)}; the reference returns {kind(ref)}")
     outs, refs = _leaves(out), _leaves(ref)
     if len(outs) != len(refs):
         return Comparison(

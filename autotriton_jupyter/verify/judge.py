@@ -7,8 +7,8 @@ compared here.
 
 from __future__ import annotations
 
-import ast
 import os
+import random
 import secrets
 import threading
 import time
@@ -17,13 +17,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..task import Candidate, Task, TaskError, signature
+from ..task import Candidate, Task, TaskError, parse_source, signature
 from . import static
 from .checks import compare, null_control
 from .report import FAIL, INCONCLUSIVE, PASS, Report
 from .sandbox import Pool, Worker, WorkerFailure
 
 EventSink = Callable[[str], None]
+
+# The check a worker's reported error belongs to, by the step that was running.
+STEP_CHECKS = {"load_candidate": "load", "run": "runs", "time_candidate": "timing"}
+MAX_REFERENCES = 4  # reference workers kept alive (one per recent task)
 
 
 @dataclass
@@ -134,15 +138,22 @@ class Verifier:
     def prepare(self, task: Task) -> Reference:
         """Run the reference once for this task: parameters, fresh input sets, outputs."""
         with self._refs_lock:
-            ref = self._refs.get(task.key)
+            ref = self._refs.pop(task.key, None)
             if ref is None:
                 ref = self._prepare(task)
-                self._refs[task.key] = ref
+            self._refs[task.key] = ref  # most recent last
+            while len(self._refs) > MAX_REFERENCES:
+                oldest = next(iter(self._refs))
+                self.pool.release(self._refs.pop(oldest).worker)
             return ref
 
     def _prepare(self, task: Task) -> Reference:
         o = self.options
-        seed = o.seed if o.seed is not None else secrets.randbelow(2**31 - 10_000)
+        # The model seed and the input seeds are independent draws, so a candidate that reads
+        # torch.initial_seed() (the model is built under it) cannot predict its inputs.
+        draw = random.Random(o.seed) if o.seed is not None else secrets.SystemRandom()
+        seed = draw.randrange(2**31)
+        input_seeds = [draw.randrange(2**31) for _ in range(max(1, o.trials) + 2)]
         self.on_event(f"reference: starting a worker on {self.device}")
         self.pool.warm()
         w = self.pool.acquire()
@@ -152,11 +163,11 @@ class Verifier:
                     "load_reference", o.timeout, "The reference", source=task.source, seed=seed
                 )
                 specs = [
-                    {"label": f"fresh-{i + 1}", "seed": seed + 101 * (i + 1), "variant": "none"}
+                    {"label": f"fresh-{i + 1}", "seed": input_seeds[i], "variant": "none"}
                     for i in range(max(1, o.trials))
                 ]
                 specs += [
-                    {"label": v, "seed": seed + 7919 * (k + 1), "variant": v}
+                    {"label": v, "seed": input_seeds[-1 - k], "variant": v}
                     for k, v in enumerate(("signed", "scaled"))
                 ]
                 self.on_event(f"reference: computing outputs on {len(specs)} input sets")
@@ -232,17 +243,29 @@ class Verifier:
             )
         self.on_event(f"{r.candidate}: running in an isolated worker")
         w0 = time.perf_counter()
-        w = self.pool.acquire()
-        r.seconds["worker_wait"] = time.perf_counter() - w0
-        r.seconds["worker_init"] = float((w.ready or {}).get("init_s", 0.0))
+        w = None
         try:
+            w = self.pool.acquire()
+            r.seconds["worker_wait"] = time.perf_counter() - w0
+            r.seconds["worker_init"] = float((w.ready or {}).get("init_s", 0.0))
             self._judge(ref, candidate, w, r)
         except WorkerFailure as f:
-            r.add({"error": "load"}.get(f.kind, f.kind), FAIL, f.message)
+            name = STEP_CHECKS.get(f.op, f.op or "runs") if f.kind == "error" else f.kind
+            r.add(name, FAIL, f.message)
             if f.log.strip():
                 r.errors.append(f.log)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError) as e:
+            # Only a worker that was tampered with sends replies of the wrong shape.
+            r.add(
+                "protocol",
+                FAIL,
+                f"The worker's reply was malformed ({type(e).__name__}: "
+                f"{str(e)[:120]}); the candidate may have tampered with the judge.",
+            )
         finally:
-            self.pool.release(w)
+            if w is not None:
+                self.pool.release(w)
+        r.notes = list(dict.fromkeys(r.notes))
         r.seconds["total"] = time.perf_counter() - t0
         return r.finish()
 
@@ -266,7 +289,7 @@ class Verifier:
             return list(ex.map(one, range(len(cands))))
 
     def _signature(self, task: Task, candidate: Candidate, r: Report) -> None:
-        ref_tree, cand_tree = task.tree(), ast.parse(candidate.source)
+        ref_tree, cand_tree = task.tree(), parse_source(candidate.source)
         for method in ("__init__", "forward"):
             want = signature(ref_tree, "Model", method)
             got = signature(cand_tree, "ModelNew", method)
@@ -324,7 +347,7 @@ class Verifier:
                     "set": late,
                     "slot": late,
                     "kind": "late",
-                    "extra_calls": 3 + (seed + len(candidate.source)) % 6,
+                    "extra_calls": 2 + secrets.randbelow(5),
                 }
             )
             ran = w.call(
@@ -374,6 +397,14 @@ class Verifier:
                 f"{obs['output_problem'][0].upper()}{obs['output_problem'][1:]} ({where}).",
             )
         own = obs["launches"]
+        calls, launchless = obs.get("calls", 1), obs.get("calls_without_launch", 0)
+        if own and launchless:
+            r.add(
+                "launches",
+                FAIL,
+                f"{launchless} of {calls} calls {where} launched none of the "
+                "candidate's own Triton kernels; the result was computed some other way.",
+            )
         if not own:
             foreign = obs["foreign_launches"]
             extra = (
@@ -438,7 +469,9 @@ class Verifier:
 
     def _allowed(self, op: str) -> bool:
         allow = self.options.allow_torch
-        return "all" in allow or any(op.startswith(a) for a in allow)
+        return "all" in allow or any(
+            op.startswith(a[:-1]) if a.endswith("*") else op == a for a in allow
+        )
 
     def _runs(self, ref: Reference, plan: list[dict], runs: list[dict], r: Report) -> None:
         o = self.options
@@ -449,10 +482,16 @@ class Verifier:
             s = ref.sets[p["set"]]
             where = {
                 "fresh": f"on input set '{s['label']}'",
-                "late": f"on a call made after {p.get('extra_calls', 0)} unchecked calls",
+                "late": f"on {p.get('extra_calls', 0) + 1} repeated calls",
             }.get(p["kind"], f"on the {p['kind']} run")
             if "error" in run:
-                r.add("runs", FAIL, f"forward raised {run['error']} {where}.")
+                hint = ""
+                if r.interpreted and "active drivers" in run["error"]:
+                    hint = (
+                        " Multi-config @triton.autotune benchmarks its configs on a GPU, which "
+                        "Triton's CPU interpreter cannot do: verify on a GPU, or keep one config."
+                    )
+                r.add("runs", FAIL, f"forward raised {run['error']} {where}.{hint}")
                 r.errors.append(run.get("traceback", ""))
                 return
             obs = run["obs"]
@@ -545,8 +584,25 @@ class Verifier:
                 break
         else:
             r.add("timed_outputs", PASS)
+        during = "while timed"
+        if t.get("calls_without_launch"):
+            r.add(
+                "launches",
+                FAIL,
+                f"{t['calls_without_launch']} of {t['calls']} calls {during} "
+                "launched none of the candidate's own Triton kernels.",
+            )
+        ops = {k: v for k, v in t.get("audited_compute_ops", {}).items() if not self._allowed(k)}
+        if ops:
+            r.add("torch_ops", FAIL, f"forward ran PyTorch compute ops {during}: {_fmt_ops(ops)}.")
+        if t.get("audited_host_ops"):
+            r.add(
+                "host_compute",
+                FAIL,
+                f"forward copied data to the host {during} ({_fmt_ops(t['audited_host_ops'])}).",
+            )
         after = timed["after"]
-        where = f"after {t['reps'] + t['warmup']} timed calls"
+        where = f"after {t['reps'] + t['warmup'] + t.get('audited', 0)} timed calls"
         self._observation(after["obs"], where, r, first=False)
         if after["outputs"] is not None:
             c = compare(after["outputs"], ref.sets[after["set"]]["outputs"], o.atol, o.rtol)

@@ -60,6 +60,7 @@ class LaunchProbe:
         self.depth = 0
         self.recording = False
         self._patched: list[tuple[type, Any]] = []
+        self._owner: dict[int, bool] = {}
 
     def reset(self) -> None:
         self.own.clear()
@@ -68,7 +69,7 @@ class LaunchProbe:
 
     def install(self) -> None:
         # Import the modules that define launchers, so their classes exist to be wrapped.
-        import triton.runtime.autotuner  # noqa: F401
+        import triton.runtime.autotuner as autotuner
         import triton.runtime.interpreter  # noqa: F401
         from triton.runtime.jit import KernelInterface
 
@@ -81,14 +82,24 @@ class LaunchProbe:
         for cls in classes:
             if "run" in cls.__dict__ and cls is not KernelInterface:
                 self._wrap(cls, cls.__dict__["run"], KernelInterface)
+        bench = autotuner.Autotuner.__dict__.get("_bench")
+        if bench is not None:
+            self._wrap_bench(autotuner.Autotuner, bench)
 
     def _wrap(self, cls: type, original: Any, interface: type) -> None:
+        """Count leaf launches; hide only the leaf's own tensor work (the interpreter's copies).
+
+        Wrappers (Autotuner, Heuristics) stay audited: a candidate's heuristic, hook or
+        config-pruning callback runs there and must not compute unseen.
+        """
         probe = self
 
         def run(kernel, *args, **kwargs):
             fn = getattr(kernel, "fn", None)
             leaf = fn is not None and not isinstance(fn, interface)
-            if leaf and probe.recording and probe.depth == 0 and not kwargs.get("warmup", False):
+            if not leaf:
+                return original(kernel, *args, **kwargs)
+            if probe.recording and probe.depth == 0 and not kwargs.get("warmup", False):
                 probe._count(fn, kwargs.get("grid"))
             probe.depth += 1
             try:
@@ -100,12 +111,30 @@ class LaunchProbe:
         cls.run = run
         self._patched.append((cls, run))
 
+    def _wrap_bench(self, cls: type, original: Any) -> None:
+        """Triton's own benchmarking of autotune configs (first call only) is not the candidate's."""
+        probe = self
+
+        def _bench(tuner, *args, **kwargs):
+            probe.depth += 1
+            try:
+                return original(tuner, *args, **kwargs)
+            finally:
+                probe.depth -= 1
+
+        _bench.__wrapped__ = original
+        cls._bench = _bench
+
     def _count(self, fn: Any, grid: Any) -> None:
         if isinstance(grid, tuple | list) and any(int(g) <= 0 for g in grid if isinstance(g, int)):
             return  # an empty grid launches nothing
-        code = getattr(fn, "__code__", None)
         name = getattr(fn, "__name__", "?")
-        if code is not None and os.path.realpath(code.co_filename) == self.own_file:
+        own = self._owner.get(id(fn))
+        if own is None:
+            code = getattr(fn, "__code__", None)
+            own = code is not None and os.path.realpath(code.co_filename) == self.own_file
+            self._owner[id(fn)] = own
+        if own:
             self.own[name] += 1
         else:
             self.foreign[name] += 1
@@ -138,7 +167,7 @@ def _moves_to_host(name: str, args: tuple, kwargs: dict) -> bool:
         return isinstance(x, torch.Tensor) and x.device.type != "cpu"
 
     if name == "_local_scalar_dense":
-        return bool(args) and on_gpu(args[0])
+        return True  # .item(): a value read on the host, on any device
     if name == "_to_copy":
         dev = kwargs.get("device")
         return (
@@ -151,12 +180,27 @@ def _moves_to_host(name: str, args: tuple, kwargs: dict) -> bool:
 
 
 def _watched() -> dict[str, Any]:
+    import sys
+
     import triton
     import triton.language as tl
     import triton.testing
     from triton.runtime import jit
 
+    own = {
+        name: mod
+        for name, mod in list(sys.modules.items())
+        if name.startswith("autotriton_jupyter.verify") and mod is not None
+    }
+    own_classes = {
+        f"{name}.{k}": v
+        for name, mod in own.items()
+        for k, v in list(vars(mod).items())
+        if isinstance(v, type) and v.__module__ == name
+    }
     return {
+        **own,
+        **own_classes,
         "torch": torch,
         "torch.Tensor": torch.Tensor,
         "torch.nn.Module": torch.nn.Module,

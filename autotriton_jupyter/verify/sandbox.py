@@ -25,15 +25,18 @@ from typing import Any
 from . import wire
 
 _POLL_S = 0.05
-_MAX_MESSAGE = 1 << 34
+_MAX_MESSAGE = 4 << 30  # a reply larger than this is refused, spilled or not
 
 
 class WorkerFailure(Exception):
     """A worker died, hung, ran out of memory, or reported an error."""
 
-    def __init__(self, kind: str, message: str, log: str = "", traceback: str = "") -> None:
+    def __init__(
+        self, kind: str, message: str, log: str = "", traceback: str = "", op: str = ""
+    ) -> None:
         super().__init__(message)
         self.kind = kind
+        self.op = op
         self.message = message
         self.log = log
         self.traceback = traceback
@@ -76,57 +79,95 @@ class Worker:
         self.memory_limit = memory_limit
         self.ready: dict[str, Any] | None = None
         self.started = time.perf_counter()
+        self.expired = False
+        self._deadline = float("inf")
 
     def log_tail(self, chars: int = 3000) -> str:
+        """The end of the worker's output (only the end is read, however large the log)."""
         try:
-            return self.log_path.read_text(errors="replace")[-chars:]
+            with self.log_path.open("rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - chars))
+                return f.read().decode("utf-8", "replace")
         except OSError:
             return ""
 
-    def _receive(self, timeout: float, what: str) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
+    def _expire(self) -> None:
+        self.expired = True
+        self.proc.kill()
+
+    def _receive(self, deadline: float, what: str, timeout: float) -> dict[str, Any]:
         while True:
             if self.conn.poll(_POLL_S):
                 try:
-                    return wire.recv(self.conn, self.spill_dir, _MAX_MESSAGE)
+                    reply = wire.recv(self.conn, self.spill_dir, _MAX_MESSAGE)
                 except (EOFError, OSError):
-                    self._raise_dead(what)
+                    self._raise_dead(what, timeout)
                 except wire.WireError as e:
                     self.kill()
                     raise WorkerFailure(
                         "protocol", f"The worker sent a malformed reply: {e}."
                     ) from e
+                if not isinstance(reply, dict):
+                    self.kill()
+                    raise WorkerFailure("protocol", "The worker sent a reply of the wrong shape.")
+                return reply
             if not self.proc.is_alive():
-                self._raise_dead(what)
+                self._raise_dead(what, timeout)
             if self.memory_limit and _rss_bytes(self.proc.pid) > self.memory_limit:
                 self.kill()
                 raise WorkerFailure(
                     "memory",
-                    f"{what} used more than {self.memory_limit / 2**30:.1f} GiB of host "
-                    "memory and was stopped.",
+                    f"{what} used more than "
+                    f"{self.memory_limit / 2**30:.1f} GiB of host memory and was "
+                    "stopped.",
                     self.log_tail(),
                 )
             if time.monotonic() > deadline:
                 self.kill()
-                raise WorkerFailure(
-                    "timeout",
-                    f"{what} did not finish within {timeout:g} s and was stopped.",
-                    self.log_tail(),
-                )
+                self._raise_dead(what, timeout)
 
-    def _raise_dead(self, what: str) -> None:
+    def _raise_dead(self, what: str, timeout: float) -> None:
+        if self.proc.is_alive():
+            self.kill()
         self.proc.join(1)
+        if self.expired or time.monotonic() > self._deadline:
+            raise WorkerFailure(
+                "timeout",
+                f"{what} did not finish within {timeout:g} s and was stopped.",
+                self.log_tail(),
+            )
         code = self.proc.exitcode
         how = _signal_name(code) if code is not None and code < 0 else f"exit code {code}"
         raise WorkerFailure("crash", f"{what} crashed the worker process ({how}).", self.log_tail())
 
+    def _guarded(self, timeout: float, what: str, send: dict[str, Any] | None) -> dict[str, Any]:
+        """Send (optionally) and receive, with a watchdog that kills the worker at the deadline.
+
+        The watchdog is what ends a read or write the worker left half done: once the
+        process is killed, the blocked call sees end-of-file.
+        """
+        self._deadline = time.monotonic() + timeout
+        guard = threading.Timer(timeout, self._expire)
+        guard.daemon = True
+        guard.start()
+        try:
+            if send is not None:
+                try:
+                    wire.send(self.conn, send, self.spill_dir)
+                except (BrokenPipeError, OSError):
+                    self._raise_dead(what, timeout)
+            return self._receive(self._deadline, what, timeout)
+        finally:
+            guard.cancel()
+
     def wait_ready(self, timeout: float) -> dict[str, Any]:
         if self.ready is None:
-            msg = self._receive(timeout, "Starting the worker")
+            msg = self._guarded(timeout, "Starting the worker", None)
             if not msg.get("ok"):
                 self.kill()
                 raise WorkerFailure(
-                    "start", msg.get("error", "the worker failed to start"), self.log_tail()
+                    "start", str(msg.get("error", "the worker failed to start")), self.log_tail()
                 )
             self.ready = msg
         return self.ready
@@ -134,17 +175,14 @@ class Worker:
     def call(self, op: str, timeout: float, what: str = "", **payload: Any) -> dict[str, Any]:
         """Send one command and wait for its reply; failures raise WorkerFailure."""
         self.wait_ready(timeout)
-        try:
-            wire.send(self.conn, {"op": op, **payload}, self.spill_dir)
-        except (BrokenPipeError, OSError):
-            self._raise_dead(what or op)
-        reply = self._receive(timeout, what or op)
+        reply = self._guarded(timeout, what or op, {"op": op, **payload})
         if not reply.get("ok"):
             raise WorkerFailure(
                 "error",
-                reply.get("error", "unknown error"),
+                str(reply.get("error", "unknown error"))[:2000],
                 self.log_tail(),
-                reply.get("traceback", ""),
+                str(reply.get("traceback", ""))[-3000:],
+                op=op,
             )
         return reply
 
@@ -261,6 +299,7 @@ class Pool:
         self._spare: list[Worker] = []
         self._live: set[Worker] = set()
         self._count = 0
+        self._starting = 0
         self._mutex = threading.Lock()
         self._closed = False
 
@@ -310,9 +349,14 @@ class Pool:
     def warm(self) -> None:
         """Start spare workers now, so the first candidate does not wait for them."""
         with self._mutex:
-            missing = self.spares - len(self._spare)
-        for _ in range(max(0, missing)):
-            w = self._start()
+            missing = max(0, self.spares - len(self._spare) - self._starting)
+            self._starting += missing
+        for _ in range(missing):
+            try:
+                w = self._start()
+            finally:
+                with self._mutex:
+                    self._starting -= 1
             with self._mutex:
                 self._spare.append(w)
 

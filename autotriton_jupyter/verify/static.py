@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from ..task import parse_source
+
 # Modules whose only use in a kernel file is to escape the judge, hide work or
 # compute on the host.
 BANNED_MODULES = {
@@ -41,6 +43,46 @@ BANNED_MODULES = {
     "torch.cuda.graphs": "uses CUDA graphs",
 }
 
+# Only these modules (and their public submodules listed here) may be imported: anything
+# else is a way around the judge that a blacklist would have to foresee.
+ALLOWED_MODULES = (
+    "torch",
+    "torch.nn",
+    "torch.nn.functional",
+    "torch.nn.init",
+    "triton",
+    "triton.language",
+    "triton.language.extra",
+    "triton.runtime.driver",
+    "math",
+    "typing",
+    "functools",
+    "itertools",
+    "operator",
+    "dataclasses",
+    "enum",
+    "collections",
+    "__future__",
+)
+# Module paths that name modules (not classes or functions) when imported with `from`.
+MODULE_PATHS = set(ALLOWED_MODULES) | {"triton.runtime", "torch.cuda"}
+PYTHON_BUILTINS_IN_KERNELS = {
+    "range",
+    "min",
+    "max",
+    "abs",
+    "int",
+    "float",
+    "bool",
+    "len",
+    "print",
+    "isinstance",
+    "tuple",
+    "list",
+    "zip",
+    "enumerate",
+}
+
 # Attribute paths (after alias resolution) that may not be referenced at all.
 BANNED_NAMES = {
     "torch.compile": "torch.compile generates kernels that are not the candidate's own",
@@ -54,6 +96,8 @@ BANNED_NAMES = {
     "torch.cuda.ExternalStream": "work on a side stream escapes the timer",
     "torch.Stream": "work on a side stream escapes the timer",
     "torch.cuda.Event": "the candidate must not time itself",
+    "torch.cuda.set_per_process_memory_fraction": "changes the memory limit the judge set",
+    "torch.cuda.memory": "changes the memory limit the judge set",
     "sys.modules": "reaches into other modules",
     "sys._getframe": "reaches into the judge's frames",
     "sys.settrace": "interferes with the judge",
@@ -90,8 +134,15 @@ INTROSPECTION_ATTRS = {
     "f_back",
     "f_globals",
     "f_locals",
+    "__setattr__",
+    "__getattribute__",
+    "__delattr__",
+    "__spec__",
+    "__loader__",
+    "__file__",
 }
-HOST_METHODS = {"cpu", "numpy", "tolist"}
+HOST_METHODS = {"cpu", "numpy", "tolist", "item"}
+DYNAMIC_BUILTINS = {"getattr", "setattr", "delattr", "hasattr", "vars", "dir", "locals"}
 
 
 @dataclass
@@ -157,10 +208,35 @@ def _imports(tree: ast.Module) -> dict[str, str]:
     return names
 
 
+def _is_plain_import(tree: ast.Module, alias: str) -> bool:
+    """True when `alias` was bound by `import x` / `import x as alias` (so it is a module)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if (a.asname or a.name.split(".")[0]) == alias:
+                    return True
+    return False
+
+
 def _banned_module(full: str) -> str | None:
     for mod, why in BANNED_MODULES.items():
         if full == mod or full.startswith(mod + "."):
             return why
+    return None
+
+
+def _import_allowed(module: str) -> bool:
+    return any(
+        module == m or module.startswith(m + ".") and m != "torch" and m != "triton"
+        for m in ALLOWED_MODULES
+    )
+
+
+def _private_part(full: str) -> str | None:
+    """The first private segment (`_x`, not dunder) of a module-rooted path, if any."""
+    for part in full.split(".")[1:]:
+        if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
+            return part
     return None
 
 
@@ -174,8 +250,10 @@ def _banned_name(full: str) -> str | None:
 
 
 class _Linter(ast.NodeVisitor):
-    def __init__(self, names: dict[str, str]) -> None:
+    def __init__(self, names: dict[str, str], modules: set[str], jit_names: set[str]) -> None:
         self.names = names
+        self.modules = modules
+        self.jit_names = jit_names
         self.problems: list[Problem] = []
         self.notes: list[str] = []
         self.kernels: list[str] = []
@@ -194,9 +272,17 @@ class _Linter(ast.NodeVisitor):
                 self.fail(
                     "forbidden_import", node, f"line {node.lineno}: imports {a.name}, which {why}."
                 )
+            elif not _import_allowed(a.name):
+                self.fail(
+                    "forbidden_import",
+                    node,
+                    f"line {node.lineno}: imports {a.name}; a "
+                    "candidate may import only torch, torch.nn, triton, triton.language and "
+                    "a few standard helpers (math, typing, functools ...).",
+                )
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        if node.level:
+        if node.level or not node.module:
             self.fail(
                 "forbidden_import",
                 node,
@@ -210,6 +296,20 @@ class _Linter(ast.NodeVisitor):
                 self.fail(
                     "forbidden_import", node, f"line {node.lineno}: imports {full}, which {why}."
                 )
+            elif not (
+                _import_allowed(node.module)
+                or _import_allowed(full)
+                or node.module in ("torch", "triton")
+            ):
+                self.fail(
+                    "forbidden_import",
+                    node,
+                    f"line {node.lineno}: imports from "
+                    f"{node.module}; a candidate may import only torch, triton and a few "
+                    "standard helpers.",
+                )
+            elif _private_part(full) or a.name.startswith("_"):
+                self.fail("private_api", node, f"line {node.lineno}: imports the private {full}.")
 
     # functions and kernels --------------------------------------------------
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -241,6 +341,16 @@ class _Linter(ast.NodeVisitor):
 
     # names, attributes and calls ------------------------------------------
     def visit_Name(self, node: ast.Name) -> None:
+        parent = getattr(node, "_parent", None)
+        if node.id in self.modules and not (
+            isinstance(parent, ast.Attribute) and parent.value is node
+        ):
+            self.fail(
+                "module_alias",
+                node,
+                f"line {node.lineno}: the module {node.id} is stored or "
+                "passed around; use it only as `module.name`.",
+            )
         if node.id in ("__builtins__",):
             self.fail("introspection", node, f"line {node.lineno}: touches __builtins__.")
         if self.in_kernel and node.id in self.names:
@@ -271,6 +381,16 @@ class _Linter(ast.NodeVisitor):
         if full is None:
             return False
         key = (getattr(node, "lineno", 0), full)
+        private = _private_part(full)
+        if private and key not in self.seen_names:
+            self.seen_names.add(key)
+            self.fail(
+                "private_api",
+                node,
+                f"line {node.lineno}: uses {full}; private parts of "
+                "torch and triton can switch off or fool the judge's checks.",
+            )
+            return True
         why = _banned_name(full) or _banned_module(full)
         if why and key not in self.seen_names:
             self.seen_names.add(key)
@@ -284,6 +404,10 @@ class _Linter(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         f = node.func
+        if isinstance(f, ast.Name) and f.id in DYNAMIC_BUILTINS and f.id not in self.names:
+            self._dynamic(f.id, node)
+        if self.in_kernel:
+            self._kernel_call(node)
         if isinstance(f, ast.Name) and f.id in BANNED_BUILTINS and f.id not in self.names:
             self.fail(
                 "forbidden_call",
@@ -316,6 +440,49 @@ class _Linter(ast.NodeVisitor):
                     "device sync); the op audit fails it on a GPU."
                 )
         self.generic_visit(node)
+
+    def _dynamic(self, fn: str, node: ast.Call) -> None:
+        """getattr & co: only on self or with a plain public literal name."""
+        target, name = (node.args + [None, None])[:2]
+        literal = (
+            isinstance(name, ast.Constant)
+            and isinstance(name.value, str)
+            and not name.value.startswith("_")
+        )
+        on_self = isinstance(target, ast.Name) and target.id == "self"
+        if fn in ("vars", "dir", "locals") or not (literal or (on_self and fn != "delattr")):
+            self.fail(
+                "dynamic_access",
+                node,
+                f"line {node.lineno}: {fn}() with a computed or "
+                "private name can reach anything; write the attribute out.",
+            )
+
+    def _kernel_call(self, node: ast.Call) -> None:
+        """Inside @triton.jit code, only Triton, builtins and the candidate's own kernels."""
+        f = node.func
+        if isinstance(f, ast.Name):
+            if f.id in PYTHON_BUILTINS_IN_KERNELS or f.id in self.jit_names:
+                return
+            full = self.names.get(f.id)
+            if full and full.split(".")[0] in ("triton", "math"):
+                return
+        else:
+            full = _resolve(f, self.names)
+            if full and full.split(".")[0] in ("triton", "math"):
+                return
+            if isinstance(f, ast.Attribute) and not isinstance(f.value, ast.Name | ast.Attribute):
+                return  # a method on a value, e.g. x.to(tl.float32)
+            if isinstance(f, ast.Attribute) and _dotted(f) and _dotted(f)[0] not in self.names:
+                return  # a method on a local tensor, e.g. acc.to(...)
+        shown = ast.unparse(f)
+        self.fail(
+            "kernel_calls_python",
+            node,
+            f"line {node.lineno}: a @triton.jit function calls "
+            f"{shown}(), which is not Triton code; kernels may call only triton.language and "
+            "other @triton.jit functions.",
+        )
 
     @staticmethod
     def _to_cpu(node: ast.Call) -> bool:
@@ -401,7 +568,7 @@ def _check_model_new(tree: ast.Module, names: dict[str, str], problems: list[Pro
 def lint(source: str, filename: str = "<candidate>") -> LintResult:
     """Lint candidate source; a SyntaxError is reported as a problem, not raised."""
     try:
-        tree = ast.parse(source, filename=filename)
+        tree = parse_source(source, filename)
     except SyntaxError as e:
         return LintResult(
             [
@@ -415,7 +582,21 @@ def lint(source: str, filename: str = "<candidate>") -> LintResult:
             [],
         )
     names = _imports(tree)
-    linter = _Linter(names)
+    modules = {
+        alias
+        for alias, full in names.items()
+        if full in MODULE_PATHS or _is_plain_import(tree, alias)
+    }
+    jit_names = {
+        n.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+        and any(_is_triton_decorator(d, names) for d in n.decorator_list)
+    }
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            child._parent = node  # type: ignore[attr-defined]
+    linter = _Linter(names, modules, jit_names)
     linter.visit(tree)
     problems = linter.problems
     _check_model_new(tree, names, problems)

@@ -45,23 +45,36 @@ def bench(
     max_reps: int = 500,
     keep: int = 0,
     rng: random.Random | None = None,
+    audit: Callable[[], Any] | None = None,
+    audited: int = 0,
+    between: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """Time fn(*buffers) on CUDA; returns medians in ms and the kept outputs by set index."""
+    """Time fn(*buffers) on CUDA; returns medians in ms and the kept outputs by set index.
+
+    `audited` calls, at random places, run inside the `audit()` context and are left out
+    of the figures; `between()` runs after every call, outside the timed window.
+    """
     rng = rng or random.Random()
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
 
-    def once(k: int, timed: bool) -> tuple[float, float, Any]:
+    def once(k: int, timed: bool, audited_call: bool = False) -> tuple[float, float, Any]:
         _refill(buffers, sets[k % len(sets)])
         flush.zero_()
         torch.cuda.synchronize()
         w0 = time.perf_counter()
         start.record()
-        out = fn(*buffers)
+        if audited_call and audit is not None:
+            with audit():
+                out = fn(*buffers)
+        else:
+            out = fn(*buffers)
         end.record()
         torch.cuda.synchronize()
         wall = (time.perf_counter() - w0) * 1e3
+        if between is not None:
+            between()
         return (start.elapsed_time(end) if timed else 0.0), wall, out
 
     # Warm-up: compile and settle; the count varies so a call counter cannot know when timing starts.
@@ -73,13 +86,15 @@ def bench(
     per_call = max(statistics.median(est[1:] or est), 1e-3)
     reps = int(min(max_reps, max(min_reps, budget_s * 1e3 / per_call)))
     keep_at = set(rng.sample(range(reps), min(keep, reps)))
+    audit_at = set(rng.sample(range(reps), min(audited, reps))) if audit else set()
     events: list[float] = []
     walls: list[float] = []
     kept: list[tuple[int, Any]] = []
     for i in range(reps):
-        ev, wall, out = once(i, True)
-        events.append(ev)
-        walls.append(wall)
+        ev, wall, out = once(i, True, i in audit_at)
+        if i not in audit_at:
+            events.append(ev)
+            walls.append(wall)
         if i in keep_at:
             kept.append((i % len(sets), _clone_outputs(out)))
         del out
@@ -87,7 +102,8 @@ def bench(
         "median_ms": statistics.median(events),
         "min_ms": min(events),
         "wall_median_ms": statistics.median(walls),
-        "reps": reps,
+        "reps": len(events),
+        "audited": len(audit_at),
         "warmup": warm,
         "kept": kept,
     }

@@ -34,6 +34,7 @@ _DTYPES = {
         torch.complex128,
     )
 }
+DTYPE_NAMES = frozenset(_DTYPES)
 _HEADER = struct.Struct("<Q")
 
 
@@ -52,6 +53,20 @@ def dtype_from_name(name: str) -> torch.dtype:
         return _DTYPES[name]
     except KeyError:
         raise WireError(f"unsupported dtype {name!r}") from None
+
+
+def _layout_order(t: torch.Tensor) -> list[int]:
+    """Dimension order of t's memory layout, when it is a permuted dense layout (e.g. x.t()).
+
+    Tensors travel in that order and are rebuilt as the same permuted view, so a
+    candidate sees the strides the task's get_inputs() produced. Other layouts
+    (slices with gaps, broadcast views) travel contiguous.
+    """
+    identity = list(range(t.dim()))
+    if t.is_contiguous() or t.numel() <= 1:
+        return identity
+    order = sorted(identity, key=lambda i: (-t.stride(i), i))
+    return order if t.permute(order).is_contiguous() else identity
 
 
 def encode(value: Any) -> bytes:
@@ -74,14 +89,18 @@ def encode_parts(value: Any) -> list[Any]:
             t = v.detach()
             if t.device.type != "cpu":
                 t = t.cpu()
-            t = t.contiguous()
-            raw = t.reshape(-1).view(torch.uint8).numpy() if t.numel() else b""
+            order = _layout_order(t)
+            stored = t.permute(order).contiguous()
+            raw = stored.reshape(-1).view(torch.uint8).numpy() if t.numel() else b""
             blobs.append(raw)
-            return {
+            spec = {
                 "__tensor__": len(blobs) - 1,
                 "dtype": dtype_name(t.dtype),
-                "shape": list(t.shape),
+                "shape": list(stored.shape),
             }
+            if order != list(range(t.dim())):
+                spec["order"] = order
+            return spec
         if isinstance(v, tuple):
             return {"__tuple__": [walk(x) for x in v]}
         if isinstance(v, list):
@@ -104,7 +123,26 @@ def encode_parts(value: Any) -> list[Any]:
 
 
 def decode(data: bytes) -> Any:
-    """Decode what `encode` produced; malformed input raises WireError."""
+    """Decode what `encode` produced; any malformed input raises WireError, nothing else."""
+    try:
+        return _decode(data)
+    except WireError:
+        raise
+    except (
+        ValueError,
+        TypeError,
+        KeyError,
+        IndexError,
+        AttributeError,
+        OverflowError,
+        RecursionError,
+        MemoryError,
+        RuntimeError,
+    ) as e:
+        raise WireError(f"malformed message ({type(e).__name__})") from None
+
+
+def _decode(data: bytes) -> Any:
     try:
         (n,) = _HEADER.unpack_from(data, 0)
         meta = json.loads(data[_HEADER.size : _HEADER.size + n])
@@ -131,9 +169,15 @@ def decode(data: bytes) -> Any:
         if len(raw) != numel * itemsize:
             raise WireError("tensor bytes do not match its shape")
         if numel == 0:
-            return torch.empty(shape, dtype=dtype)
-        flat = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
-        return flat.view(dtype).reshape(shape)
+            out = torch.empty(shape, dtype=dtype)
+        else:
+            out = torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
+        order = spec.get("order")
+        if order is not None:
+            if sorted(order) != list(range(len(shape))):
+                raise WireError("bad dimension order")
+            out = out.permute([order.index(i) for i in range(len(order))])
+        return out
 
     def walk(v: Any) -> Any:
         if isinstance(v, list):
@@ -189,6 +233,11 @@ def recv(conn: Any, spill_dir: str, maxlength: int | None = None) -> Any:
             raise WireError(f"a spilled message cannot be read: {e}") from None
         try:
             with os.fdopen(fd, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if maxlength is not None and size > maxlength:
+                    raise WireError(
+                        f"a spilled message of {size} bytes is over the {maxlength}-byte limit"
+                    )
                 data = f.read()
         finally:
             os.unlink(path)

@@ -327,6 +327,8 @@ class Worker:
         def leaf(x: Any) -> str | None:
             if type(x) is not torch.Tensor:
                 return f"an output is a {type(x).__module__}.{type(x).__name__}, not a plain torch.Tensor"
+            if wire.dtype_name(x.dtype) not in wire.DTYPE_NAMES:
+                return f"an output has dtype {x.dtype}, which the verifier cannot compare yet"
             if x.layout != torch.strided or x.is_meta or x.device.type != self.device:
                 return f"an output is not a real {self.device} tensor ({x.device}, {x.layout})"
             if x.numel() and x.untyped_storage().nbytes() == 0:
@@ -350,11 +352,9 @@ class Worker:
         for run in msg["runs"]:
             bufs = self._slot(run)
             try:
-                with torch.no_grad():
-                    for _ in range(run.get("extra_calls", 0)):
-                        self.model(
-                            *bufs
-                        )  # unobserved calls: a call counter cannot know which call is checked
+                # Extra calls are audited like the final one (a candidate cannot tell them
+                # apart); only the final call's output is sent back.
+                extra = [self._observe(bufs)[0] for _ in range(run.get("extra_calls", 0))]
                 obs, out = self._observe(bufs)
             except BaseException as e:
                 runs.append(
@@ -365,23 +365,58 @@ class Worker:
                     }
                 )
                 break
-            runs.append({"set": run["set"], "obs": obs, "outputs": out})
+            runs.append({"set": run["set"], "obs": _merge([*extra, obs]), "outputs": out})
         return {"runs": runs, "tampered": probes.changed_identities(self.snapshot)}
 
     def op_time_candidate(self, msg: dict) -> dict:
+        assert self.probe is not None
+        probe = self.probe
         rng = random.Random(msg["seed"])
         sets = [self.sets[i] for i in msg["sets"]]
         buffers = self.slots[0]
-        with torch.no_grad():
-            r = timing.bench(
-                self.model,
-                buffers,
-                sets,
-                budget_s=msg["budget_s"],
-                keep=msg.get("keep", 3),
-                rng=rng,
-            )
+        audits: list[probes.OpAudit] = []
+        launchless = {"calls": 0, "without": 0}
+        last_total = [0]
+
+        def audit() -> probes.OpAudit:
+            audits.append(probes.OpAudit(probe))
+            return audits[-1]
+
+        def between() -> None:  # outside the timed window: did that call launch its own kernels?
+            total = sum(probe.own.values())
+            launchless["calls"] += 1
+            launchless["without"] += total == last_total[0]
+            last_total[0] = total
+
+        probe.reset()
+        probe.recording = True
+        try:
+            with torch.no_grad():
+                r = timing.bench(
+                    self.model,
+                    buffers,
+                    sets,
+                    budget_s=msg["budget_s"],
+                    keep=msg.get("keep", 3),
+                    rng=rng,
+                    audit=audit,
+                    audited=msg.get("audited", 3),
+                    between=between,
+                )
+        finally:
+            probe.recording = False
         kept = [{"set": msg["sets"][k], "outputs": out} for k, out in r.pop("kept")]
+        compute: dict[str, int] = {}
+        host: dict[str, int] = {}
+        for a in audits:
+            for k, v in a.compute.items():
+                compute[k] = compute.get(k, 0) + v
+            for k, v in a.host.items():
+                host[k] = host.get(k, 0) + v
+        r["calls"] = launchless["calls"]
+        r["calls_without_launch"] = launchless["without"]
+        r["audited_compute_ops"] = compute
+        r["audited_host_ops"] = host
         # One more audited call after many: a candidate that counts calls shows itself here.
         last = msg["sets"][rng.randrange(len(msg["sets"]))]
         obs, out = self._observe(self._slot({"set": last, "slot": 0}))
@@ -391,6 +426,28 @@ class Worker:
             "after": {"set": last, "obs": obs, "outputs": out},
             "tampered": probes.changed_identities(self.snapshot),
         }
+
+
+def _merge(observations: list[dict]) -> dict:
+    """One observation standing for several calls: the last call's facts, everyone's ops."""
+    merged = dict(observations[-1])
+    for key in ("compute_ops", "host_ops"):
+        total: dict[str, int] = {}
+        for o in observations:
+            for k, v in o[key].items():
+                total[k] = total.get(k, 0) + v
+        merged[key] = total
+    merged["calls"] = len(observations)
+    merged["calls_without_launch"] = sum(1 for o in observations if not o["launches"])
+    merged["py_threads"] = max(o["py_threads"] for o in observations)
+    merged["native_threads"] = max(o["native_threads"] for o in observations)
+    merged["streams"] = sorted({x for o in observations for x in o["streams"]})
+    merged["aliased"] = any(o["aliased"] for o in observations)
+    merged["mutated"] = sorted({i for o in observations for i in o["mutated"]})
+    merged["output_problem"] = next(
+        (o["output_problem"] for o in observations if o["output_problem"]), None
+    )
+    return merged
 
 
 def _use_triton_interpreter() -> None:

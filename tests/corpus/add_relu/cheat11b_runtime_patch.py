@@ -1,4 +1,4 @@
-# expect: fail tampering
+# expect: fail module_alias|tampering
 import torch
 import torch.nn as nn
 import triton

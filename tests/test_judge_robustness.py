@@ -1,0 +1,76 @@
+"""Candidates that attack the judge itself (run past the lint on purpose) cannot crash, hang or fool it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autotriton_jupyter.task import Candidate, Task
+from autotriton_jupyter.verify import Verifier, VerifyOptions
+from autotriton_jupyter.verify.report import FAIL, Report
+
+ATTACKS = Path(__file__).parent / "judge_attacks"
+
+
+def judge_without_lint(v: Verifier, task: Task, cand: Candidate) -> Report:
+    """The runtime half of verify(): what stands when a lint rule is missing."""
+    r = Report(device=v.device, interpreted=v.device == "cpu")
+    ref = v.prepare(task)
+    w = v.pool.acquire()
+    try:
+        v._judge(ref, cand, w, r)
+    except Exception as e:  # what verify() turns into checks; here we want the raw signal
+        r.add(getattr(e, "kind", type(e).__name__), FAIL, str(e))
+    finally:
+        v.pool.release(w)
+    return r.finish()
+
+
+@pytest.fixture(scope="module")
+def setup(corpus):
+    task = Task.from_file(corpus / "add_relu" / "task.py")
+    honest = Candidate.from_file(corpus / "add_relu" / "pass_masked.py")
+    with Verifier(VerifyOptions(device="cpu", seed=5, timeout=15, timing=False)) as v:
+        yield v, task, honest
+
+
+@pytest.mark.parametrize(
+    "attack,expected",
+    [
+        ("bad_reply_shape", {"tampering", "protocol", "TypeError"}),
+        ("bad_reply_value", {"protocol"}),
+        ("half_message", {"timeout"}),
+        ("spill_bomb", {"protocol"}),
+        ("forge_reply", {"tampering"}),
+        ("patch_torch", {"tampering"}),
+    ],
+)
+def test_attacks_fail_and_the_judge_carries_on(setup, attack, expected):
+    v, task, honest = setup
+    r = judge_without_lint(v, task, Candidate.from_file(ATTACKS / f"{attack}.py"))
+    assert r.verdict == "fail"
+    assert {c.name for c in r.failed()} & expected, r.reasons
+    assert v.verify(task, honest).verdict == "pass"
+
+
+def test_verify_turns_malformed_replies_into_a_failing_check(setup, monkeypatch):
+    """verify() itself never raises for a candidate's sake (the batch must survive)."""
+    v, task, honest = setup
+    from autotriton_jupyter.verify import judge
+
+    def broken(self, ref, candidate, w, r):
+        raise TypeError("'int' object is not iterable")
+
+    monkeypatch.setattr(judge.Verifier, "_judge", broken)
+    r = v.verify(task, honest)
+    assert [c.name for c in r.failed()] == ["protocol"]
+
+
+def test_spares_are_not_over_started(corpus):
+    task = Task.from_file(corpus / "add_relu" / "task.py")
+    cands = [Candidate.from_file(corpus / "add_relu" / "pass_masked.py")] * 4
+    with Verifier(VerifyOptions(device="cpu", seed=8, timing=False, parallel=2)) as v:
+        v.verify_many(task, cands)
+        assert len(v.pool._spare) <= v.pool.spares
+        assert len(v.pool._live) <= v.pool.spares + 1  # spares + the reference worker
