@@ -32,6 +32,7 @@ class ModelOptions:
     gguf: str = ""
     base_url: str = "http://127.0.0.1:8000/v1"
     api_key_env: str = "OPENAI_API_KEY"
+    concurrency: int = 1
     n_ctx: int = 16384
     n_gpu_layers: int = -1
     device: str = "auto"
@@ -220,7 +221,11 @@ def _build(spec: ModelSpec, options: ModelOptions, on_event: Any) -> Any:
     from .backends.openai import OpenAIGenerator
 
     return OpenAIGenerator(
-        spec.path, spec.api_model, api_key=os.environ.get(options.api_key_env, ""), name=spec.name
+        spec.path,
+        spec.api_model,
+        api_key=os.environ.get(options.api_key_env, ""),
+        name=spec.name,
+        concurrency=options.concurrency,
     )
 
 

@@ -96,6 +96,17 @@ class LlamaCppGenerator:
                 out.append(self._one(fold_system(chat), params, seed, ci, s, emit, cancel))
         return out
 
+    def _check_length(self, messages: Chat) -> None:
+        text = "\n".join(m["content"] for m in messages)
+        n_prompt = len(self.llm.tokenize(text.encode(), add_bos=False))
+        n_ctx = self.llm.n_ctx()
+        if n_prompt + 32 > n_ctx:  # 32: room for the chat template and one answer token
+            raise GenerationError(
+                f"The prompt is longer than the model's context (about {n_prompt} "
+                f"tokens, context {n_ctx}); raise n_ctx in settings or shorten "
+                "the task."
+            )
+
     def _one(
         self,
         messages: Chat,
@@ -106,6 +117,7 @@ class LlamaCppGenerator:
         emit: EventSink,
         cancel: Cancel | None,
     ) -> Completion:
+        self._check_length(messages)
         t0 = time.perf_counter()
         parts: list[str] = []
         tokens, finish = 0, "stop"
@@ -120,8 +132,9 @@ class LlamaCppGenerator:
             )
             for chunk in stream:
                 choice = chunk["choices"][0]
-                piece = choice.get("delta", {}).get("content") or ""
-                if piece:
+                delta = choice.get("delta", {})
+                piece = delta.get("content") or ""
+                if "content" in delta:  # one chunk per token (part of a character may be empty)
                     parts.append(piece)
                     tokens += 1
                     dt = time.perf_counter() - t0

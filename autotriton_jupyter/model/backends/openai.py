@@ -1,7 +1,9 @@
 """Any OpenAI-compatible chat endpoint (vLLM, llama-server, llama-cpp-python's server).
 
-Streaming with server-sent events over the standard library's HTTP client; the n
-samples are n concurrent requests (servers batch them), each with its own seed.
+Streaming with server-sent events over the standard library's HTTP client. The n
+samples are n requests, each with its own seed, sent `concurrency` at a time: 1 by
+default, because llama-cpp-python's server interrupts a running stream when another
+request arrives; raise it for servers that batch requests (vLLM, llama-server -np N).
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ class OpenAIGenerator:
         api_key: str = "",
         name: str = "",
         timeout: float = 600.0,
+        concurrency: int = 1,
     ) -> None:
+        self.concurrency = max(1, concurrency)
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key = api_key
@@ -61,7 +65,7 @@ class OpenAIGenerator:
                 raw(e)
 
         jobs = [(ci, s) for ci in range(len(chats)) for s in range(n)]
-        with ThreadPoolExecutor(max_workers=max(1, n)) as ex:
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, max(1, n))) as ex:
             futures = [
                 ex.submit(self._one, fold_system(chats[ci]), params, ci, s, emit, cancel)
                 for ci, s in jobs
