@@ -5,3 +5,10 @@ modules that need them.
 """
 
 __version__ = "0.1.0"
+
+
+def load_kernel(name: str, path: str | None = None):
+    """The ModelNew class of a kernel accepted into the library (see `autotriton kernels list`)."""
+    from .store import load_kernel as _load
+
+    return _load(name, path)

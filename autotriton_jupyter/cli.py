@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -18,7 +19,7 @@ def _progress(quiet: bool):
     return emit
 
 
-def _add_verify_flags(p: argparse.ArgumentParser) -> None:
+def _add_verify_flags(p: argparse.ArgumentParser, seed: bool = True) -> None:
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where to run (default auto)")
     p.add_argument("--trials", type=int, help="fresh input sets from get_inputs() (default 3)")
     p.add_argument("--atol", type=float, help="absolute tolerance (default 1e-2)")
@@ -33,7 +34,8 @@ def _add_verify_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--timeout", type=float, help="seconds allowed per step before a worker is killed"
     )
-    p.add_argument("--seed", type=int, help="fix the input seeds (default: fresh each run)")
+    if seed:
+        p.add_argument("--seed", type=int, help="fix the input seeds (default: fresh each run)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -43,7 +45,7 @@ def _options(args: argparse.Namespace):
 
     o = load("verify", VerifyOptions())
     for name in ("device", "trials", "atol", "rtol", "timeout", "seed"):
-        v = getattr(args, name)
+        v = getattr(args, name, None)
         if v is not None:
             setattr(o, name, v)
     if args.allow_torch is not None:
@@ -205,6 +207,131 @@ def cmd_bench_generate(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
+def cmd_tritonize(args: argparse.Namespace) -> int:
+    from .generate import generate_interruptibly  # noqa: F401  (same Ctrl-C handling below)
+    from .model.generator import Cancel, GenerationParams
+    from .model.registry import load
+    from .pipeline import TritonizeOptions, tritonize
+    from .store import Store
+    from .task import Task
+    from .verify.report import format_text
+
+    task = Task.from_file(args.reference)
+    options = _model_options(args)
+    progress = _TokenProgress(args.quiet)
+    generator = load(options.name, options, on_event=progress)
+    topts = TritonizeOptions(
+        n=args.n,
+        rounds=args.rounds,
+        verify=_options(args),
+        params=GenerationParams(
+            max_tokens=args.max_tokens,
+            temperature=args.temperature,
+            top_p=args.top_p,
+            seed=args.seed,
+        ),
+    )
+    emit = _progress(args.quiet)
+
+    def on_event(e) -> None:
+        if e.kind == "token":
+            d = e.data
+            progress(_Tok(d["kind"], e.sample, d["tokens"], d["tokens_per_s"], d["message"]))
+        elif e.kind in ("generating", "repairing", "verifying", "done"):
+            emit(e.message)
+        elif e.kind == "verified":
+            emit(f"round {e.round + 1} sample {e.sample + 1}: {e.message}")
+
+    cancel = Cancel()
+    try:
+        result = tritonize(task, generator, topts, on_event=on_event, cancel=cancel)
+    except KeyboardInterrupt:
+        cancel.set()
+        raise
+    with Store(args.library) as store:
+        task_id = store.add_task(task.name, task.source)
+        for c in result.candidates:
+            store.add_candidate(
+                task_id,
+                round=c.round,
+                sample=c.sample,
+                model=result.model,
+                prompt=c.prompt,
+                completion=c.completion,
+                code=c.code,
+                report=c.report.to_dict() if c.report else None,
+            )
+    best = result.best
+    if args.output and best and best.code:
+        from pathlib import Path
+
+        Path(args.output).write_text(best.code)
+    if args.json:
+        print(json.dumps(result.to_dict()))
+    else:
+        for c in result.candidates:
+            r = c.report
+            why = (
+                ""
+                if c.passed
+                else f" ({r.reasons[0]['check']}: {r.reasons[0]['message']})"
+                if r and r.reasons
+                else ""
+            )
+            print(
+                f"round {c.round + 1} sample {c.sample + 1}: {r.verdict if r else 'no code'}{why}"
+            )
+        if best and best.report:
+            print("\nbest candidate:\n" + format_text(best.report))
+            if args.output:
+                print(f"written to {args.output}")
+    return EXIT_PASS if best else EXIT_FAIL
+
+
+class _Tok:
+    """A model Event rebuilt from a pipeline event, for the token progress line."""
+
+    def __init__(self, kind: str, sample: int, tokens: int, tokens_per_s: float, message: str):
+        self.kind, self.sample, self.tokens = kind, sample, tokens
+        self.tokens_per_s, self.message = tokens_per_s, message
+
+
+def cmd_kernels(args: argparse.Namespace) -> int:
+    from .store import Store
+
+    with Store(args.library) as store:
+        if args.what == "list":
+            rows = store.accepted()
+            if not rows:
+                print(f"no accepted kernels yet in {store.path}")
+            for a in rows:
+                sp = f"{a.speedup_vs_eager:.2f}x eager" if a.speedup_vs_eager else "not timed"
+                print(
+                    f"{a.name:<24} {a.task_name:<20} {sp:<16} {time.strftime('%Y-%m-%d', time.localtime(a.created))}"
+                )
+        elif args.what == "show":
+            print(store.get(args.name).code)
+        else:
+            for a in store.accepted():
+                print(
+                    json.dumps(
+                        {
+                            "name": a.name,
+                            "task": a.task_name,
+                            "task_source": a.task_source,
+                            "code": a.code,
+                            "edited": a.edited,
+                            "model": a.model,
+                            "prompt": a.prompt,
+                            "completion": a.completion,
+                            "speedup_vs_eager": a.speedup_vs_eager,
+                            "speedup_vs_compile": a.speedup_vs_compile,
+                        }
+                    )
+                )
+    return EXIT_PASS
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="autotriton", description="Verified Triton kernels from PyTorch modules."
@@ -239,6 +366,38 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--json", action="store_true")
     g.add_argument("-q", "--quiet", action="store_true")
     g.set_defaults(func=cmd_generate)
+
+    t = sub.add_parser("tritonize", help="generate, verify and rank Triton rewrites of a task")
+    t.add_argument("reference", help="REF.py in the KernelBench format")
+    t.add_argument("--model")
+    t.add_argument("-n", type=int, default=4, help="samples (default 4)")
+    t.add_argument(
+        "--rounds", type=int, default=0, help="repair rounds after the first (default 0)"
+    )
+    t.add_argument("--max-tokens", type=int, default=8192)
+    t.add_argument("--temperature", type=float, default=0.6)
+    t.add_argument("--top-p", type=float, default=0.95)
+    t.add_argument("--seed", type=int)
+    t.add_argument("-o", "--output", help="write the best passing candidate here")
+    t.add_argument("--library", help="kernel library file (default: the user data directory)")
+    t.add_argument("--json", action="store_true")
+    _add_verify_flags(t, seed=False)
+    t.set_defaults(func=cmd_tritonize)
+
+    k = sub.add_parser("kernels", help="the library of accepted kernels")
+    ksub = k.add_subparsers(dest="what", required=True)
+    for what, helptext in (
+        ("list", "accepted kernels"),
+        ("show", "one kernel's code"),
+        ("export", "everything, one JSON object per line"),
+    ):
+        kp = ksub.add_parser(what, help=helptext)
+        if what == "show":
+            kp.add_argument("name")
+        if what == "export":
+            kp.add_argument("--jsonl", action="store_true", help="the format (the only one)")
+        kp.add_argument("--library")
+        kp.set_defaults(func=cmd_kernels)
 
     m = sub.add_parser("model", help="the models available here")
     msub = m.add_subparsers(dest="what", required=True)
@@ -289,6 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `autotriton`; returns the exit status."""
     from .config import ConfigError
     from .model.generator import GenerationError
+    from .store import StoreError
     from .task import TaskError
 
     args = build_parser().parse_args(argv)
@@ -300,7 +460,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except BrokenPipeError:  # output piped into `head` and the like: nothing left to say
         return 141
-    except (TaskError, ConfigError, GenerationError) as e:
+    except (TaskError, ConfigError, GenerationError, StoreError) as e:
         print(f"autotriton: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

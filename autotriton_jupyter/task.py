@@ -92,6 +92,60 @@ class Task:
                 "(the KernelBench convention)."
             )
 
+    @classmethod
+    def from_cell(
+        cls,
+        source: str,
+        name: str = "cell",
+        module: str | None = None,
+        inputs: str | None = None,
+        init: str | None = None,
+    ) -> Task:
+        """A task from a notebook cell: the KernelBench convention, or any module + inputs.
+
+        With `module`, the cell's class of that name becomes the task's Model and
+        `inputs` / `init` (Python expressions) become get_inputs / get_init_inputs.
+        The task runs in a separate process, so every name the cell uses must be
+        defined (or imported) in the cell itself.
+        """
+        if not source.strip():
+            raise TaskError(
+                "The cell is empty: write a module (class Model(nn.Module) with "
+                "get_inputs() and get_init_inputs()) below %%autotriton."
+            )
+        tree = parse_source(source, name) if _parses(source) else None
+        if tree is None:
+            cls(source, name).tree()  # raises the SyntaxError as a TaskError
+        assert tree is not None
+        defined = top_level_names(tree)
+        if module:
+            if module not in defined:
+                raise TaskError(
+                    f"The cell defines no {module!r}; --module must name a class "
+                    "defined in the cell."
+                )
+            if not inputs:
+                raise TaskError(
+                    "--module needs --inputs EXPR: a Python expression giving the "
+                    "forward arguments, e.g. --inputs '[torch.randn(64, 128)]'."
+                )
+            source = (
+                source.rstrip() + "\n\n\n# added by %%autotriton\n"
+                f"Model = {module}\n\n\ndef get_inputs():\n    return list({inputs})\n\n\n"
+                f"def get_init_inputs():\n    return list({init or '[]'})\n"
+            )
+            tree = parse_source(source, name)
+        missing = free_names(tree)
+        if missing:
+            raise TaskError(
+                f"The cell uses {', '.join(sorted(missing))} but does not define "
+                f"{'it' if len(missing) == 1 else 'them'}. The kernel is built and checked in a "
+                "separate process that sees only this cell: define or import them here."
+            )
+        task = cls(source, name)
+        task.check()
+        return task
+
     @property
     def key(self) -> str:
         """Content hash: the same source is the same task."""
@@ -122,3 +176,31 @@ def signature(tree: ast.Module, cls_name: str, method: str) -> list[str] | None:
                         return None
                     return [a.arg for a in fn.args.posonlyargs + fn.args.args][1:]
     return None
+
+
+def _parses(source: str) -> bool:
+    try:
+        parse_source(source)
+        return True
+    except SyntaxError:
+        return False
+
+
+def free_names(tree: ast.Module) -> set[str]:
+    """Names a module reads but never binds anywhere (and that are not builtins)."""
+    import builtins
+
+    bound: set[str] = set(top_level_names(tree))
+    loaded: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return {n for n in loaded - bound if not hasattr(builtins, n) and n != "__file__"}

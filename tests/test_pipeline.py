@@ -1,0 +1,137 @@
+"""The pipeline against known answers (a scripted generator, tests only) and with the real tiny model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from autotriton_jupyter.cli import main
+from autotriton_jupyter.model.generator import Completion, GenerationParams
+from autotriton_jupyter.pipeline import TritonizeOptions, tritonize
+from autotriton_jupyter.store import Store
+from autotriton_jupyter.task import Task
+from autotriton_jupyter.verify import Verifier, VerifyOptions
+
+
+def fenced(path) -> str:
+    return "Here is the kernel.\n```python\n" + path.read_text() + "```\n"
+
+
+class ScriptedGenerator:
+    """Stands in for a model in tests: answers each generate() call from a script."""
+
+    name = "scripted"
+
+    def __init__(self, rounds: list[list[str]]) -> None:
+        self.rounds = rounds
+        self.calls: list[list] = []
+
+    def generate(self, chats, n, params, on_event=None, cancel=None):
+        answers = self.rounds[len(self.calls)]
+        self.calls.append(chats)
+        out = []
+        for i, text in enumerate(answers[: len(chats) * n]):
+            if on_event:
+                from autotriton_jupyter.model.generator import Event
+
+                on_event(Event("done", sample=i, tokens=len(text.split()), message="stop"))
+            out.append(
+                Completion(
+                    text,
+                    len(text.split()),
+                    "stop",
+                    0.01,
+                    chat=i // n if len(chats) > 1 else 0,
+                    sample=i,
+                )
+            )
+        return out
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    with Verifier(VerifyOptions(device="cpu", seed=21, timing=False)) as v:
+        yield v
+
+
+@pytest.fixture(scope="module")
+def task(corpus):
+    return Task.from_file(corpus / "add_relu" / "task.py")
+
+
+def test_passing_candidate_ranks_first(verifier, task, corpus):
+    d = corpus / "add_relu"
+    gen = ScriptedGenerator(
+        [
+            [
+                fenced(d / "fail_sub.py"),
+                fenced(d / "cheat02_partial.py"),
+                "I am not sure how to do this.",
+                fenced(d / "pass_masked.py"),
+            ]
+        ]
+    )
+    events = []
+    res = tritonize(task, gen, TritonizeOptions(n=4), verifier=verifier, on_event=events.append)
+    assert res.best is not None and res.best.sample == 3
+    assert [c.passed for c in res.candidates] == [True, False, False, False]
+    no_code = [c for c in res.candidates if c.code is None]
+    assert len(no_code) == 1 and no_code[0].report.reasons[0]["check"] == "extraction"
+    kinds = [e.kind for e in events]
+    assert kinds[0] == "generating" and kinds[-1] == "done" and kinds.count("verified") == 3
+
+
+def test_repair_round_sends_the_reasons_back(verifier, task, corpus):
+    d = corpus / "add_relu"
+    gen = ScriptedGenerator([[fenced(d / "cheat02_partial.py")], [fenced(d / "pass_masked.py")]])
+    res = tritonize(task, gen, TritonizeOptions(n=1, rounds=2), verifier=verifier)
+    assert [c.round for c in res.candidates] == [1, 0] and res.best.round == 1
+    assert len(gen.calls) == 2  # stopped once a candidate passed
+    repair = gen.calls[1][0]
+    assert [m["role"] for m in repair] == ["user", "assistant", "user"]
+    assert "torch_ops" in repair[-1]["content"]
+
+
+def test_no_pass_after_all_rounds(verifier, task, corpus):
+    d = corpus / "add_relu"
+    gen = ScriptedGenerator([[fenced(d / "fail_sub.py")], [fenced(d / "fail_sub.py")]])
+    res = tritonize(task, gen, TritonizeOptions(n=1, rounds=1), verifier=verifier)
+    assert res.best is None and len(res.candidates) == 2
+    json.dumps(res.to_dict())  # plain data all the way down
+
+
+def test_tiny_model_end_to_end(verifier, task):
+    from autotriton_jupyter.model.registry import ModelOptions, load
+
+    gen = load("tiny", ModelOptions(n_ctx=4096))
+    opts = TritonizeOptions(n=2, params=GenerationParams(max_tokens=64, seed=2))
+    res = tritonize(task, gen, opts, verifier=verifier)
+    assert len(res.candidates) == 2 and all(c.report for c in res.candidates)
+    assert all(c.completion for c in res.candidates)
+
+
+def test_cli_tritonize_stores_candidates(tmp_path, corpus, capsys):
+    lib = tmp_path / "lib.sqlite"
+    code = main(
+        [
+            "tritonize",
+            str(corpus / "add_relu" / "task.py"),
+            "--model",
+            "tiny",
+            "-n",
+            "1",
+            "--max-tokens",
+            "48",
+            "--library",
+            str(lib),
+            "--device",
+            "cpu",
+            "--json",
+            "-q",
+        ]
+    )
+    d = json.loads(capsys.readouterr().out)
+    assert code in (0, 1) and len(d["candidates"]) == 1
+    with Store(lib) as s:
+        assert s.counts()["candidates"] == 1 and s.counts()["tasks"] == 1

@@ -1,0 +1,99 @@
+"""The kernel library: concurrent writers, a writer killed mid-transaction, load_kernel elsewhere."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from autotriton_jupyter.store import Store, StoreError, load_kernel
+
+WRITER = textwrap.dedent("""
+    import sys
+    from autotriton_jupyter.store import Store
+    path, tag = sys.argv[1], sys.argv[2]
+    with Store(path) as s:
+        t = s.add_task("t", "source")
+        for i in range(40):
+            s.add_candidate(t, round=0, sample=i, model=tag, prompt="p", completion="c",
+                            code="x", report={"verdict": "fail", "timing": None})
+""")
+
+KILLED = textwrap.dedent("""
+    import os, sys
+    from autotriton_jupyter.store import Store
+    s = Store(sys.argv[1])
+    t = s.add_task("t", "source")
+    s.db.execute("BEGIN IMMEDIATE")
+    s.db.execute("INSERT INTO candidates(task_id, round, sample, model, prompt, created)"
+                 " VALUES (?, 0, 0, 'half', 'p', 0)", (t,))
+    os.kill(os.getpid(), 9)
+""")
+
+
+def test_two_processes_write_at_once(tmp_path):
+    path = tmp_path / "lib.sqlite"
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), tag]) for tag in "ab"]
+    assert [p.wait(120) for p in procs] == [0, 0]
+    with Store(path) as s:
+        assert s.counts() == {"tasks": 1, "candidates": 80, "accepted": 0}
+
+
+def test_a_writer_killed_mid_transaction_loses_only_its_own_work(tmp_path):
+    path = tmp_path / "lib.sqlite"
+    with Store(path) as s:
+        t = s.add_task("t", "source")
+        s.add_candidate(
+            t, round=0, sample=0, model="kept", prompt="p", completion="c", code="x", report=None
+        )
+    p = subprocess.run([sys.executable, "-c", KILLED, str(path)])
+    assert p.returncode == -9
+    with Store(path) as s:
+        assert s.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        models = [r[0] for r in s.db.execute("SELECT model FROM candidates")]
+        assert models == ["kept"]
+
+
+def test_accept_names_and_lookup(tmp_path):
+    with Store(tmp_path / "lib.sqlite") as s:
+        t = s.add_task("t", "source")
+        s.accept("fast_relu", t, "code = 1")
+        with pytest.raises(StoreError, match="already in the library"):
+            s.accept("fast_relu", t, "code = 2")
+        s.accept("fast_relu", t, "code = 2", replace=True, edited=True)
+        assert s.get("fast_relu").code == "code = 2" and s.get("fast_relu").edited
+        with pytest.raises(StoreError, match="not a valid kernel name"):
+            s.accept("no good", t, "x")
+        with pytest.raises(StoreError, match="No accepted kernel named 'missing'"):
+            s.get("missing")
+
+
+def test_load_kernel_in_a_fresh_process(tmp_path, corpus):
+    path = tmp_path / "lib.sqlite"
+    code = (corpus / "add_relu" / "pass_masked.py").read_text()
+    with Store(path) as s:
+        t = s.add_task("add_relu", (corpus / "add_relu" / "task.py").read_text())
+        s.accept("add_relu_fast", t, code)
+    script = textwrap.dedent(f"""
+        import torch
+        from autotriton_jupyter import load_kernel
+        ModelNew = load_kernel("add_relu_fast", {str(path)!r})
+        x, y = torch.randn(5, 7), torch.randn(5, 7)
+        print(torch.allclose(ModelNew()(x, y), torch.relu(x + y)))
+    """)
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert out.stdout.strip() == "True", out.stderr
+
+
+def test_a_corrupt_library_is_a_clear_error(tmp_path):
+    bad = tmp_path / "lib.sqlite"
+    bad.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreError, match="cannot be opened"):
+        Store(bad)
+    assert load_kernel  # the public entry point exists
