@@ -12,3 +12,10 @@ def load_kernel(name: str, path: str | None = None):
     from .store import load_kernel as _load
 
     return _load(name, path)
+
+
+def load_ipython_extension(ipython) -> None:
+    """`%load_ext autotriton_jupyter`: registers %%autotriton and %autotriton."""
+    from .magic import AutotritonMagics
+
+    ipython.register_magics(AutotritonMagics)

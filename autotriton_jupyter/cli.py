@@ -208,8 +208,7 @@ def cmd_bench_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_tritonize(args: argparse.Namespace) -> int:
-    from .generate import generate_interruptibly  # noqa: F401  (same Ctrl-C handling below)
-    from .model.generator import Cancel, GenerationParams
+    from .model.generator import GenerationParams
     from .model.registry import load
     from .pipeline import TritonizeOptions, tritonize
     from .store import Store
@@ -242,12 +241,13 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
         elif e.kind == "verified":
             emit(f"round {e.round + 1} sample {e.sample + 1}: {e.message}")
 
-    cancel = Cancel()
-    try:
-        result = tritonize(task, generator, topts, on_event=on_event, cancel=cancel)
-    except KeyboardInterrupt:
-        cancel.set()
-        raise
+    from .interrupt import run_interruptibly
+
+    result, interrupted = run_interruptibly(
+        lambda cancel: tritonize(task, generator, topts, on_event=on_event, cancel=cancel)
+    )
+    if interrupted:
+        print("autotriton: interrupted; the candidates that finished are kept.", file=sys.stderr)
     with Store(args.library) as store:
         task_id = store.add_task(task.name, task.source)
         for c in result.candidates:

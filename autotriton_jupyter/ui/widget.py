@@ -1,0 +1,164 @@
+"""The live result view: candidate picker, Accept / Insert as cell / Retry / Show completion.
+
+The logic lives in plain methods (accept, insert, retry), so tests drive it without a
+browser; the buttons only call them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..pipeline import Result
+from ..store import Store, StoreError, load_kernel
+from ..task import Task
+from .html import result_html, summary_line
+
+
+class ResultView:
+    """A Result shown with ipywidgets; Accept binds and stores the chosen passing kernel."""
+
+    def __init__(
+        self,
+        result: Result,
+        task: Task,
+        *,
+        user_ns: dict[str, Any],
+        name: str,
+        library: str | None = None,
+        task_id: int | None = None,
+        candidate_ids: list[int] | None = None,
+        on_retry: Callable[[], None] | None = None,
+        set_next_input: Callable[[str], None] | None = None,
+    ) -> None:
+        import ipywidgets as w
+
+        self.result, self.task, self.user_ns = result, task, user_ns
+        self.library, self.task_id = library, task_id
+        self.candidate_ids = candidate_ids or []
+        self.on_retry, self.set_next_input = on_retry, set_next_input
+        self.chosen = 0
+        self.accepted: str | None = None
+        labels = [
+            (
+                f"{i + 1}: {c.report.verdict if c.report else 'no code'} (round {c.round + 1}, "
+                f"sample {c.sample + 1})",
+                i,
+            )
+            for i, c in enumerate(result.candidates)
+        ]
+        self.html = w.HTML(self.render())
+        self.picker = w.Dropdown(options=labels or [("none", 0)], value=0, description="candidate")
+        self.name = w.Text(value=name, description="name")
+        self.accept_button = w.Button(
+            description="Accept",
+            button_style="success",
+            tooltip="bind ModelNew under this name and keep it in the library",
+        )
+        self.insert_button = w.Button(description="Insert as cell")
+        self.retry_button = w.Button(description="Retry")
+        self.completion_button = w.ToggleButton(description="Show completion")
+        self.completion = w.HTML()
+        self.status = w.HTML()
+        self.picker.observe(self._picked, names="value")
+        self.accept_button.on_click(lambda _b: self.accept())
+        self.insert_button.on_click(lambda _b: self.insert())
+        self.retry_button.on_click(lambda _b: self.retry())
+        self.completion_button.observe(self._toggle_completion, names="value")
+        self._sync_buttons()
+        buttons = w.HBox(
+            [
+                self.picker,
+                self.name,
+                self.accept_button,
+                self.insert_button,
+                self.retry_button,
+                self.completion_button,
+            ]
+        )
+        self.widget = w.VBox([self.html, buttons, self.status, self.completion])
+
+    # rendering -------------------------------------------------------------------------
+    def render(self) -> str:
+        return result_html(self.result, self.task.source, self.chosen, self.accepted)
+
+    def _picked(self, change: dict) -> None:
+        self.chosen = int(change["new"])
+        self.html.value = self.render()
+        self._sync_buttons()
+        if self.completion_button.value:
+            self._toggle_completion({"new": True})
+
+    def _sync_buttons(self) -> None:
+        c = self.current
+        self.accept_button.disabled = c is None or not c.passed
+        self.insert_button.disabled = c is None or not c.code
+
+    def _toggle_completion(self, change: dict) -> None:
+        import html
+
+        c = self.current
+        self.completion.value = (
+            f"<pre>{html.escape(c.completion)}</pre>" if change["new"] and c else ""
+        )
+
+    @property
+    def current(self):
+        return self.result.candidates[self.chosen] if self.result.candidates else None
+
+    def mimebundle(self) -> dict[str, Any]:
+        """The widget for live front ends, with static HTML for everything else."""
+        bundle = dict(self.widget._repr_mimebundle_() or {})
+        bundle["text/html"] = self.render()
+        bundle["text/plain"] = f"autotriton: {summary_line(self.result)}"
+        return bundle
+
+    # actions ---------------------------------------------------------------------------
+    def say(self, text: str, ok: bool = True) -> None:
+        import html
+
+        color = "#1a7f37" if ok else "#cf222e"
+        self.status.value = f"<span style='color:{color}'>{html.escape(text)}</span>"
+
+    def accept(self) -> bool:
+        """Bind the chosen passing kernel's ModelNew under the name and keep it in the library."""
+        c = self.current
+        name = self.name.value.strip()
+        if c is None or not c.passed or not c.code:
+            self.say("Only a candidate that passed verification can be accepted.", ok=False)
+            return False
+        try:
+            with Store(self.library) as store:
+                task_id = self.task_id or store.add_task(self.task.name, self.task.source)
+                cid = (
+                    self.candidate_ids[self.chosen]
+                    if self.chosen < len(self.candidate_ids)
+                    else None
+                )
+                store.accept(name, task_id, c.code, candidate_id=cid, replace=True)
+                where = store.path
+            self.user_ns[name] = load_kernel(name, self.library)
+        except (StoreError, SyntaxError, OSError) as e:
+            self.say(f"Not accepted: {e}", ok=False)
+            return False
+        self.accepted = name
+        self.html.value = self.render()
+        self.say(
+            f"Accepted: {name} is bound in your namespace (use {name}(*init_args)) and kept "
+            f"in the library ({where}); load_kernel({name!r}) gets it back anywhere."
+        )
+        return True
+
+    def insert(self) -> bool:
+        """Put the chosen candidate's code in a new cell below."""
+        c = self.current
+        if c is None or not c.code or self.set_next_input is None:
+            self.say("There is no code to insert.", ok=False)
+            return False
+        self.set_next_input(c.code)
+        self.say("The kernel's code was put in a new cell below.")
+        return True
+
+    def retry(self) -> None:
+        if self.on_retry is not None:
+            self.on_retry()

@@ -1,0 +1,184 @@
+"""%%autotriton in a bare IPython shell: the real tiny model, known candidates, bad input, interrupt."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+import torch
+from IPython.testing.globalipapp import start_ipython
+
+from autotriton_jupyter.model import registry
+from autotriton_jupyter.model.generator import Completion
+from autotriton_jupyter.store import Store
+
+CELL_HEAD = "%%autotriton --device cpu --seed 4 "
+
+
+@pytest.fixture(scope="module")
+def ip():
+    shell = start_ipython()
+    shell.run_line_magic("load_ext", "autotriton_jupyter")
+    return shell
+
+
+@pytest.fixture
+def library(tmp_path, ip, monkeypatch):
+    path = tmp_path / "lib.sqlite"
+    magics = ip.magics_manager.registry["AutotritonMagics"]
+    monkeypatch.setattr(magics, "library", str(path))
+    return path
+
+
+@pytest.fixture
+def task_cell(corpus):
+    return (corpus / "add_relu" / "task.py").read_text()
+
+
+class Scripted:
+    """Stands in for a model in tests: always answers with the same candidates."""
+
+    name = "scripted"
+
+    def __init__(self, answers: list[str], delay: float = 0.0) -> None:
+        self.answers, self.delay = answers, delay
+
+    def generate(self, chats, n, params, on_event=None, cancel=None):
+        out = []
+        for i, a in enumerate(self.answers[:n]):
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < self.delay:
+                if cancel and cancel.cancelled:
+                    return out
+                time.sleep(0.02)
+            out.append(Completion(a, 10, "stop", 0.1, sample=i))
+        return out
+
+
+def scripted(monkeypatch, answers, delay=0.0):
+    gen = Scripted(answers, delay)
+    monkeypatch.setattr(registry, "load", lambda *a, **k: gen)
+    return gen
+
+
+def fenced(path) -> str:
+    return "```python\n" + path.read_text() + "```"
+
+
+def run(ip, line: str, cell: str):
+    return ip.run_cell_magic("autotriton", line, cell)
+
+
+def test_tiny_model_through_the_magic(ip, library, task_cell, capsys):
+    run(ip, CELL_HEAD + "--model tiny -n 1 --max-tokens 32", task_cell)
+    assert "Model" in ip.user_ns and "get_inputs" in ip.user_ns  # the cell ran as Python too
+    view = ip.magics_manager.registry["AutotritonMagics"].last_view
+    assert len(view.result.candidates) == 1
+    with Store(library) as s:
+        assert s.counts()["candidates"] == 1
+
+
+def test_accept_binds_and_stores_and_insert_fills_a_cell(
+    ip, library, task_cell, corpus, monkeypatch
+):
+    d = corpus / "add_relu"
+    scripted(monkeypatch, [fenced(d / "fail_sub.py"), fenced(d / "pass_masked.py")])
+    run(ip, CELL_HEAD + "-n 2 --name fast_add_relu", task_cell)
+    view = ip.magics_manager.registry["AutotritonMagics"].last_view
+    assert view.result.best is not None and view.chosen == 0
+    bundle = view.mimebundle()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert (
+        "autotriton: PASS" in bundle["text/html"]
+        and "diff against the original" in bundle["text/html"]
+    )
+    view.picker.value = 1  # the failing one: Accept is refused
+    assert view.accept_button.disabled and not view.accept()
+    view.picker.value = 0
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    view.accept_button.click()
+    assert "Accepted: fast_add_relu" in view.status.value
+    x, y = torch.randn(3, 5), torch.randn(3, 5)
+    assert torch.allclose(ip.user_ns["fast_add_relu"]()(x, y), torch.relu(x + y))
+    with Store(library) as s:
+        assert s.get("fast_add_relu").code == view.result.best.code
+    assert view.insert()
+    assert "class ModelNew" in ip.rl_next_input
+
+
+def test_module_and_inputs_mode(ip, library, monkeypatch, corpus):
+    scripted(monkeypatch, [fenced(corpus / "add_relu" / "pass_masked.py")])
+    cell = (
+        "import torch\nimport torch.nn as nn\n\nclass AddRelu(nn.Module):\n"
+        "    def forward(self, x, y):\n        return torch.relu(x + y)\n"
+    )
+    run(
+        ip,
+        CELL_HEAD + "-n 1 --module AddRelu --inputs '[torch.randn(8, 33), torch.randn(8, 33)]'",
+        cell,
+    )
+    view = ip.magics_manager.registry["AutotritonMagics"].last_view
+    assert view.result.best is not None and view.name.value == "AddReluTriton"
+
+
+@pytest.mark.parametrize(
+    "line,cell,needle",
+    [
+        ("", "  \n", "The cell is empty"),
+        (
+            "",
+            "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x * W\n"
+            "def get_inputs():\n    return [torch.randn(3)]\ndef get_init_inputs():\n    return []\n",
+            "uses W but does not define it",
+        ),
+        ("--module Nope --inputs '[1]'", "x = 1\n", "defines no 'Nope'"),
+        ("--model no-such-model", None, "Unknown model 'no-such-model'"),
+        ("--bogus-flag", "x = 1\n", "unrecognized arguments"),
+    ],
+)
+def test_bad_input_gives_a_message_and_the_session_lives(
+    ip, library, task_cell, capsys, line, cell, needle
+):
+    run(ip, CELL_HEAD + line, task_cell if cell is None else cell)
+    out = capsys.readouterr().out
+    assert needle in out
+    assert ip.run_cell("1 + 1").result == 2
+
+
+def test_interrupt_cancels_and_keeps_what_finished(ip, library, task_cell, corpus, monkeypatch):
+    scripted(monkeypatch, [fenced(corpus / "add_relu" / "pass_masked.py")] * 3, delay=1.0)
+    threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    run(ip, CELL_HEAD + "-n 3", task_cell)
+    view = ip.magics_manager.registry["AutotritonMagics"].last_view
+    assert view.result.cancelled and 1 <= len(view.result.candidates) < 3
+
+
+def test_line_magic(ip, library, capsys):
+    ip.run_line_magic("autotriton", "status")
+    assert "library:" in capsys.readouterr().out
+    ip.run_line_magic("autotriton", "kernels")
+    assert "no accepted kernels yet" in capsys.readouterr().out
+    ip.run_line_magic("autotriton", "models")
+    assert "tiny" in capsys.readouterr().out
+    ip.run_line_magic("autotriton", "frobnicate")
+    assert "unknown command" in capsys.readouterr().out
+
+
+def test_config_traits(ip):
+    ip.run_line_magic("config", "AutotritonMagics.n = 7")
+    assert ip.magics_manager.registry["AutotritonMagics"].n == 7
+    ip.run_line_magic("config", "AutotritonMagics.n = 4")
+
+
+def test_retry_runs_the_cell_again(ip, library, task_cell, corpus, monkeypatch):
+    gen = scripted(monkeypatch, [fenced(corpus / "add_relu" / "fail_sub.py")])
+    run(ip, CELL_HEAD + "-n 1", task_cell)
+    magics = ip.magics_manager.registry["AutotritonMagics"]
+    first = magics.last_view
+    assert first.result.best is None
+    gen.answers = [fenced(corpus / "add_relu" / "pass_masked.py")]
+    first.retry_button.click()
+    assert magics.last_view is not first and magics.last_view.result.best is not None
