@@ -332,6 +332,31 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    from .evaluation import EvalOptions, render_markdown, run_eval
+    from .model.generator import GenerationParams
+
+    generator = None
+    if not args.candidates:
+        from .model.registry import load
+
+        options = _model_options(args)
+        generator = load(options.name, options, on_event=_TokenProgress(args.quiet))
+    eo = EvalOptions(
+        out_dir=args.out,
+        candidates_dir=args.candidates,
+        n=args.n,
+        rounds=args.rounds,
+        resume=args.resume,
+        verify=_options(args),
+        params=GenerationParams(max_tokens=args.max_tokens),
+    )
+    summary = run_eval(args.tasks, eo, generator, on_progress=_progress(args.quiet))
+    print(json.dumps(summary, indent=2) if args.json else render_markdown(summary))
+    print(f"results in {args.out} (results.jsonl, summary.md, report.html)", file=sys.stderr)
+    return EXIT_PASS
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="autotriton", description="Verified Triton kernels from PyTorch modules."
@@ -383,6 +408,23 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--json", action="store_true")
     _add_verify_flags(t, seed=False)
     t.set_defaults(func=cmd_tritonize)
+
+    e = sub.add_parser(
+        "eval", help="measure a model, or a folder of candidates, on a folder of tasks"
+    )
+    e.add_argument("tasks", help="folder of KernelBench-format task files")
+    e.add_argument("--candidates", help="score these files instead of generating: DIR/<task>/*.py")
+    e.add_argument("--model")
+    e.add_argument("-n", type=int, default=4, help="samples per task (default 4)")
+    e.add_argument("--rounds", type=int, default=0)
+    e.add_argument("--max-tokens", type=int, default=8192)
+    e.add_argument(
+        "--out", default="autotriton-eval", help="results folder (default autotriton-eval)"
+    )
+    e.add_argument("--resume", action="store_true", help="continue a run in --out")
+    e.add_argument("--json", action="store_true")
+    _add_verify_flags(e)
+    e.set_defaults(func=cmd_eval)
 
     k = sub.add_parser("kernels", help="the library of accepted kernels")
     ksub = k.add_subparsers(dest="what", required=True)

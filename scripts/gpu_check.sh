@@ -34,7 +34,7 @@ for w in 1 2 4 8; do
     for s in 1 2; do
         i=$((i + 1))
         sed "s/BLOCK=triton.next_power_of_2(cols))/BLOCK=triton.next_power_of_2(cols), num_warps=$w, num_stages=$s)/" \
-            examples/candidates/softmax_rowwise.py > "$VAR/softmax_w${w}_s${s}.py"
+            examples/candidates/softmax/rowwise.py > "$VAR/softmax_w${w}_s${s}.py"
     done
 done
 timeout 90 "$PY" -m autotriton_jupyter bench verify examples/tasks/softmax.py "$VAR"/*.py --json \
@@ -43,9 +43,9 @@ timeout 90 "$PY" -m autotriton_jupyter bench verify examples/tasks/softmax.py "$
 
 echo "== example reports"
 {
-    timeout 60 "$PY" -m autotriton_jupyter verify examples/tasks/softmax.py examples/candidates/softmax_rowwise.py -q
+    timeout 60 "$PY" -m autotriton_jupyter verify examples/tasks/softmax.py examples/candidates/softmax/rowwise.py -q
     echo
-    timeout 45 "$PY" -m autotriton_jupyter verify examples/tasks/softmax_8192x4096.py examples/candidates/softmax_rowwise.py -q
+    timeout 45 "$PY" -m autotriton_jupyter verify examples/gpu_tasks/softmax_8192x4096.py examples/candidates/softmax/rowwise.py -q
 } 2>&1 | tee "$OUT/example-reports.txt"
 
 [ -n "${SKIP_CPU_SUITE:-}" ] && exit 0

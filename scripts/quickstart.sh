@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/autotriton verify examples/tasks/softmax.py examples/candidates/softmax_rowwise.py "$@"
+exec .venv/bin/autotriton verify examples/tasks/softmax.py examples/candidates/softmax/rowwise.py "$@"

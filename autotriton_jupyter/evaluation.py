@@ -1,0 +1,325 @@
+"""`autotriton eval`: one honest measure of a model, or of a set of generated kernels.
+
+Every task file of a folder (KernelBench format) is judged by the strict verifier,
+either on candidates the model generates now or on pre-generated candidate files
+(`--candidates DIR`: DIR/<task>/*.py or DIR/<task>.py). Each judged candidate is one
+JSON line in OUT/results.jsonl, appended as soon as it is known, so a killed run
+resumes where it stopped (`--resume`). One failing task never stops the run.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .model.generator import GenerationParams
+from .task import Candidate, Task, TaskError
+from .verify import Verifier, VerifyOptions
+
+THRESHOLDS = (1.0, 1.2, 2.0)
+
+
+@dataclass
+class EvalOptions:
+    """Where the tasks and candidates are, where results go, and how to judge."""
+
+    out_dir: str = "autotriton-eval"
+    candidates_dir: str | None = None
+    n: int = 4
+    rounds: int = 0
+    resume: bool = False
+    params: GenerationParams = field(default_factory=GenerationParams)
+    verify: VerifyOptions = field(default_factory=VerifyOptions)
+
+
+def task_files(tasks_dir: str | Path) -> list[Path]:
+    """The task files of a folder, in name order."""
+    d = Path(tasks_dir)
+    if not d.is_dir():
+        raise TaskError(f"{d} is not a folder of task files.")
+    files = sorted(p for p in d.glob("*.py") if not p.name.startswith("_"))
+    if not files:
+        raise TaskError(f"{d} holds no .py task files.")
+    return files
+
+
+def candidate_files(candidates_dir: str | Path, task: str) -> list[Path]:
+    """Candidates for one task: DIR/<task>/*.py, else DIR/<task>.py."""
+    d = Path(candidates_dir)
+    if (d / task).is_dir():
+        return sorted((d / task).glob("*.py"))
+    return [d / f"{task}.py"] if (d / f"{task}.py").is_file() else []
+
+
+def _append(path: Path, record: dict[str, Any]) -> None:
+    with path.open("a") as f:
+        f.write(json.dumps(record) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _done(path: Path) -> tuple[list[dict[str, Any]], set[tuple[str, str]]]:
+    """Records already written (a torn last line from a kill is dropped)."""
+    if not path.exists():
+        return [], set()
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records, {(r["task"], r.get("candidate", "")) for r in records}
+
+
+def run_eval(
+    tasks_dir: str | Path,
+    options: EvalOptions,
+    generator: Any = None,
+    on_progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Judge every task; returns the summary (also written as summary.json/.md/.html)."""
+    emit = on_progress or (lambda _m: None)
+    if generator is None and not options.candidates_dir:
+        raise TaskError("Give a model (--model) or a folder of candidates (--candidates DIR).")
+    out = Path(options.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    results = out / "results.jsonl"
+    if results.exists() and not options.resume:
+        raise TaskError(
+            f"{results} already exists: pass --resume to continue that run, or "
+            "choose another --out."
+        )
+    records, done = _done(results)
+    files = task_files(tasks_dir)
+    t0 = time.monotonic()
+    skipped = 0
+    with Verifier(options.verify) as verifier:
+        for i, path in enumerate(files):
+            name = path.stem
+            eta = ""
+            if i:
+                left = (time.monotonic() - t0) / i * (len(files) - i)
+                eta = f", about {left / 60:.1f} min left"
+            emit(f"[{i + 1}/{len(files)}] {name}{eta}")
+            try:
+                new = _judge_task(path, name, options, verifier, generator, done)
+            except TaskError as e:
+                new = (
+                    [] if (name, "") in done else [{"task": name, "candidate": "", "error": str(e)}]
+                )
+            skipped += sum(1 for k in done if k[0] == name)
+            for r in new:
+                _append(results, r)
+                records.append(r)
+    summary = summarize(records)
+    summary["skipped_as_done"] = skipped
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    (out / "summary.md").write_text(render_markdown(summary))
+    (out / "report.html").write_text(render_html(summary))
+    return summary
+
+
+def _judge_task(
+    path: Path,
+    name: str,
+    options: EvalOptions,
+    verifier: Verifier,
+    generator: Any,
+    done: set[tuple[str, str]],
+) -> list[dict[str, Any]]:
+    task = Task.from_file(path)
+    if options.candidates_dir:
+        files = [
+            f for f in candidate_files(options.candidates_dir, name) if (name, f.name) not in done
+        ]
+        if not files:
+            return []
+        reports = verifier.verify_many(task, [Candidate.from_file(f) for f in files])
+        return [
+            {"task": name, "candidate": f.name, "source": "file", "report": r.to_dict()}
+            for f, r in zip(files, reports)
+        ]
+    if any(k[0] == name for k in done):
+        return []  # this task's samples were all written together
+    from .pipeline import TritonizeOptions, tritonize
+
+    result = tritonize(
+        task,
+        generator,
+        TritonizeOptions(
+            n=options.n, rounds=options.rounds, params=options.params, verify=options.verify
+        ),
+        verifier=verifier,
+    )
+    return [
+        {
+            "task": name,
+            "candidate": f"round{c.round + 1}-sample{c.sample + 1}",
+            "source": getattr(generator, "name", "model"),
+            "tokens": c.tokens,
+            "report": c.report.to_dict() if c.report else None,
+        }
+        for c in result.candidates
+    ]
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The unbiased pass@k estimator: 1 - C(n-c, k) / C(n, k)."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def _passed(report: dict[str, Any] | None, check: str) -> bool:
+    if not report:
+        return False
+    status = {c["name"]: c["status"] for c in report.get("checks", [])}
+    return status.get(check) == "pass"
+
+
+def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Counts, pass@k, fast_p and the geometric-mean speedup from the JSON lines."""
+    tasks: dict[str, list[dict[str, Any]]] = {}
+    errors = {}
+    for r in records:
+        if "error" in r:
+            errors[r["task"]] = r["error"]
+            continue
+        tasks.setdefault(r["task"], []).append(r.get("report") or {})
+    cheats: Counter[str] = Counter()
+    compiled = ran = correct = total = 0
+    best: dict[str, dict[str, float | None]] = {}
+    per_task = {}
+    for name, reports in sorted(tasks.items()):
+        n = len(reports)
+        c = sum(1 for r in reports if r.get("verdict") == "pass")
+        total += n
+        correct += c
+        compiled += sum(1 for r in reports if _passed(r, "load"))
+        ran += sum(1 for r in reports if _passed(r, "runs"))
+        for r in reports:
+            for reason in r.get("reasons", []):
+                cheats[reason["check"]] += 1
+        timings = [r.get("timing") or {} for r in reports if r.get("verdict") == "pass"]
+        best[name] = {
+            key: max((t.get(key) or 0.0 for t in timings), default=0.0) or None
+            for key in ("speedup_vs_eager", "speedup_vs_compile")
+        }
+        per_task[name] = {"candidates": n, "correct": c, **best[name]}
+    ns = [len(v) for v in tasks.values()]
+    k_max = min(ns) if ns else 0
+    ks = sorted({1, k_max} - {0})
+
+    def pass_k(k: int) -> float:
+        return sum(
+            pass_at_k(len(v), sum(1 for r in v if r.get("verdict") == "pass"), k)
+            for v in tasks.values()
+        ) / max(1, len(tasks))
+
+    timed = any(b["speedup_vs_eager"] for b in best.values())
+    fast = {}
+    for base in ("eager", "compile"):
+        for p in THRESHOLDS:
+            fast[f"fast_{p:g}_vs_{base}"] = (
+                sum(1 for b in best.values() if (b[f"speedup_vs_{base}"] or 0) > p)
+                / max(1, len(tasks))
+                if timed
+                else None
+            )
+    speedups = [b["speedup_vs_eager"] for b in best.values() if b["speedup_vs_eager"]]
+    geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None
+    return {
+        "tasks": len(tasks) + len(errors),
+        "task_errors": errors,
+        "candidates": total,
+        "compiled": compiled,
+        "ran": ran,
+        "correct": correct,
+        "tasks_with_a_correct_candidate": sum(1 for v in per_task.values() if v["correct"]),
+        "pass_at_k": {str(k): round(pass_k(k), 4) for k in ks},
+        **fast,
+        "geomean_speedup_vs_eager": geo,
+        "failed_checks": dict(cheats.most_common()),
+        "per_task": per_task,
+    }
+
+
+def render_markdown(s: dict[str, Any]) -> str:
+    """The summary as a markdown table, plus per-task rows and the checks that fired."""
+
+    def fmt(v: Any) -> str:
+        if v is None:
+            return "not measured"
+        return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+    lines = ["# autotriton eval", "", "| measure | value |", "|---|---|"]
+    for key in (
+        "tasks",
+        "candidates",
+        "compiled",
+        "ran",
+        "correct",
+        "tasks_with_a_correct_candidate",
+    ):
+        lines.append(f"| {key.replace('_', ' ')} | {s[key]} |")
+    for k, v in s["pass_at_k"].items():
+        lines.append(f"| pass@{k} | {v:.3f} |")
+    for key in [k for k in s if k.startswith("fast_")] + ["geomean_speedup_vs_eager"]:
+        lines.append(f"| {key.replace('_', ' ')} | {fmt(s[key])} |")
+    lines += [
+        "",
+        "| task | candidates | correct | best vs eager | best vs compile |",
+        "|---|---|---|---|---|",
+    ]
+    for name, t in s["per_task"].items():
+        lines.append(
+            f"| {name} | {t['candidates']} | {t['correct']} | "
+            f"{fmt(t['speedup_vs_eager'])} | {fmt(t['speedup_vs_compile'])} |"
+        )
+    for name, err in s["task_errors"].items():
+        lines.append(f"| {name} | task error: {err} | | | |")
+    lines += ["", "Checks that failed (how many candidates):", ""]
+    lines += [f"- {k}: {v}" for k, v in s["failed_checks"].items()] or ["- none"]
+    return "\n".join(lines) + "\n"
+
+
+def _bars(title: str, items: list[tuple[str, float]]) -> str:
+    """A small horizontal bar chart as inline SVG."""
+    if not items:
+        return f"<h3>{html.escape(title)}</h3><p>nothing to plot</p>"
+    top = max(v for _, v in items) or 1.0
+    rows = []
+    for i, (label, v) in enumerate(items):
+        w = 300 * v / top
+        rows.append(
+            f"<text x='0' y='{i * 22 + 15}' font-size='12'>{html.escape(label)}</text>"
+            f"<rect x='200' y='{i * 22 + 3}' width='{w:.1f}' height='16' fill='#4c72b0'/>"
+            f"<text x='{205 + w:.1f}' y='{i * 22 + 15}' font-size='12'>{v:g}</text>"
+        )
+    return (
+        f"<h3>{html.escape(title)}</h3><svg width='560' height='{len(items) * 22 + 6}'>"
+        + "".join(rows)
+        + "</svg>"
+    )
+
+
+def render_html(s: dict[str, Any]) -> str:
+    """The summary as a standalone HTML page with plots."""
+    speed = [
+        (name, round(t["speedup_vs_eager"], 3))
+        for name, t in s["per_task"].items()
+        if t["speedup_vs_eager"]
+    ]
+    checks = list(s["failed_checks"].items())
+    body = "<pre>" + html.escape(render_markdown(s)) + "</pre>"
+    body += _bars("best speedup vs eager, per task (correct candidates only)", speed)
+    body += _bars("failed checks, by candidate count", [(k, float(v)) for k, v in checks])
+    return f"<!doctype html><meta charset='utf-8'><title>autotriton eval</title><body>{body}</body>"
