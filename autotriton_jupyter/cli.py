@@ -357,6 +357,79 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
+def cmd_finetune(args: argparse.Namespace) -> int:
+    from .config import load
+    from .interrupt import run_interruptibly
+    from .model.finetune import FinetuneOptions, run_finetune
+
+    o = load("finetune", FinetuneOptions())
+    for key in ("rank", "alpha", "epochs", "lr"):
+        if getattr(args, key) is not None:
+            setattr(o, key, getattr(args, key))
+    quiet = args.quiet
+
+    def progress(d: dict) -> None:
+        if not quiet:
+            print(
+                f"\r[autotriton] epoch {d['epoch']}/{d['epochs']} step {d['step']}/{d['steps']} "
+                f"loss {d['loss']:.4f} ({d['tokens_per_s']:.0f} tok/s)",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    result, interrupted = run_interruptibly(
+        lambda cancel: run_finetune(
+            args.base,
+            args.name,
+            o,
+            library=args.library,
+            resume=args.resume,
+            model_options=_model_options(args),
+            on_progress=progress,
+            cancel=cancel,
+        )
+    )
+    if not quiet:
+        print(file=sys.stderr)
+    print(json.dumps(result, indent=2))
+    if result["interrupted"]:
+        print(
+            f"autotriton: interrupted; resume with `autotriton finetune --name {args.name} --resume`.",
+            file=sys.stderr,
+        )
+        return 130
+    print(
+        f"adapter {args.name} saved; the next generations with {args.base} use it "
+        f"(loss {result['first_loss']:.3f} -> {result['final_loss']:.3f}).",
+        file=sys.stderr,
+    )
+    return EXIT_PASS
+
+
+def cmd_adapters(args: argparse.Namespace) -> int:
+    from .model.finetune import list_adapters, remove_adapter, use_adapter
+
+    if args.what == "list":
+        infos = list_adapters()
+        if not infos:
+            print("no adapters yet (make one with `autotriton finetune`)")
+        for a in infos:
+            loss = a.metrics.get("final_loss")
+            print(
+                f"{a.name:<20} base {a.base:<12} {a.examples} examples, final loss "
+                f"{loss if loss is None else round(loss, 4)}, "
+                f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(a.created))}"
+            )
+    elif args.what == "use":
+        use_adapter(args.name)
+        print(f"generation now prefers adapter {args.name} for its base model")
+    else:
+        remove_adapter(args.name)
+        print(f"removed adapter {args.name}")
+    return EXIT_PASS
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="autotriton", description="Verified Triton kernels from PyTorch modules."
@@ -440,6 +513,26 @@ def build_parser() -> argparse.ArgumentParser:
             kp.add_argument("--jsonl", action="store_true", help="the format (the only one)")
         kp.add_argument("--library")
         kp.set_defaults(func=cmd_kernels)
+
+    f = sub.add_parser("finetune", help="train a LoRA adapter on your accepted kernels")
+    f.add_argument("--base", default="tiny-hf", help="a transformers model (default tiny-hf)")
+    f.add_argument("--name", default="personal", help="adapter name (default personal)")
+    f.add_argument("--rank", type=int)
+    f.add_argument("--alpha", type=int)
+    f.add_argument("--epochs", type=int)
+    f.add_argument("--lr", type=float)
+    f.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    f.add_argument("--library")
+    f.add_argument("-q", "--quiet", action="store_true")
+    f.set_defaults(func=cmd_finetune, model=None)
+
+    a = sub.add_parser("adapters", help="LoRA adapters made by finetune")
+    asub = a.add_subparsers(dest="what", required=True)
+    asub.add_parser("list").set_defaults(func=cmd_adapters)
+    for what in ("use", "remove"):
+        ap = asub.add_parser(what)
+        ap.add_argument("name")
+        ap.set_defaults(func=cmd_adapters)
 
     m = sub.add_parser("model", help="the models available here")
     msub = m.add_subparsers(dest="what", required=True)

@@ -72,6 +72,9 @@ class AutotritonMagics(Magics):
     @line_cell_magic
     def autotriton(self, line: str, cell: str | None = None) -> Any:
         """%%autotriton [options] over a module cell; %autotriton status|models|kernels."""
+        words = line.split()
+        if cell is None and words and words[0] == "finetune":
+            return self._finetune(line)
         try:
             args = parse_argstring(self.autotriton, line)
         except Exception as e:  # UsageError and argparse's own exits
@@ -83,6 +86,15 @@ class AutotritonMagics(Magics):
             return self._line(args)
         return self._cell(args, cell)
 
+    def _finetune(self, line: str) -> None:
+        """%autotriton finetune [flags of `autotriton finetune`]: the same command, in the kernel."""
+        import shlex
+
+        from .cli import main
+
+        extra = ["--library", self.library] if self.library and "--library" not in line else []
+        main(["finetune", *shlex.split(line)[1:], *extra])
+
     # line magic ------------------------------------------------------------------------
     def _line(self, args: Any) -> None:
         what = args.command[0] if args.command else "status"
@@ -90,7 +102,15 @@ class AutotritonMagics(Magics):
             _error(f"unknown command {what!r}; use one of {', '.join(LINE_COMMANDS)}.")
             return
         if what == "finetune":
-            _error("fine-tuning is not in this release yet.")
+            from .cli import main
+
+            main(
+                [
+                    "finetune",
+                    *args.command[1:],
+                    *(["--library", self.library] if self.library else []),
+                ]
+            )
             return
         from .model.registry import list_models
 

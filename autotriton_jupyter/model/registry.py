@@ -37,6 +37,7 @@ class ModelOptions:
     n_gpu_layers: int = -1
     device: str = "auto"
     static_cache: bool = True
+    adapter: str = ""  # "" = the newest adapter made for the base model, "none" = no adapter
 
 
 @dataclass
@@ -180,11 +181,13 @@ def load(name: str, options: ModelOptions, on_event: Any = None) -> Any:
     spec = resolve(name, options)
     if not spec.available:
         raise GenerationError(f"Model {name!r} is not available here: it needs {spec.needs}.")
+    adapter = _adapter_path(spec, options)
     key = (
         spec.backend,
         spec.path,
         spec.gguf_file,
         spec.api_model,
+        adapter,
         options.n_ctx,
         options.n_gpu_layers,
         options.device,
@@ -192,11 +195,32 @@ def load(name: str, options: ModelOptions, on_event: Any = None) -> Any:
     )
     with _load_lock:
         if key not in _loaded:
-            _loaded[key] = _build(spec, options, on_event)
+            _loaded[key] = _build(spec, options, on_event, adapter)
         return _loaded[key]
 
 
-def _build(spec: ModelSpec, options: ModelOptions, on_event: Any) -> Any:
+def _adapter_path(spec: ModelSpec, options: ModelOptions) -> str | None:
+    """The LoRA adapter the transformers backend should use for this base, if any."""
+    if spec.backend != "hf" or options.adapter == "none":
+        return None
+    from .finetune import adapter_for, base_fingerprint
+
+    if not options.adapter and not _any_adapters():
+        return None
+    info = adapter_for(base_fingerprint(spec.path, spec.gguf_file or None), options.adapter)
+    return info.path if info else None
+
+
+def _any_adapters() -> bool:
+    from .finetune import adapters_dir
+
+    d = adapters_dir()
+    return d.is_dir() and any(d.glob("*/autotriton.json"))
+
+
+def _build(
+    spec: ModelSpec, options: ModelOptions, on_event: Any, adapter: str | None = None
+) -> Any:
     if spec.backend == "llamacpp":
         from .backends.llamacpp import LlamaCppGenerator
 
@@ -216,7 +240,8 @@ def _build(spec: ModelSpec, options: ModelOptions, on_event: Any) -> Any:
             device=options.device,
             static_cache=options.static_cache,
             on_event=on_event,
-            name=spec.name,
+            name=f"{spec.name}+{Path(adapter).name}" if adapter else spec.name,
+            adapter=adapter,
         )
     from .backends.openai import OpenAIGenerator
 

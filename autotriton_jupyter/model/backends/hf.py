@@ -44,6 +44,17 @@ def sample_next(logits: Any, temperature: float, top_p: float) -> Any:
     return (probs / noise).argmax(dim=-1)
 
 
+def chat_prompt_ids(tokenizer: Any, chat: Chat) -> list[int]:
+    """The chat as the model sees it (its own template, or Seed-Coder's), ending with the
+    assistant generation prompt; fine-tuning uses this same function."""
+    messages = fold_system(chat)
+    if getattr(tokenizer, "chat_template", None):
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    else:
+        text = render_seed_coder(messages, tokenizer.bos_token or "", tokenizer.eos_token or "")
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
 class HFGenerator:
     """A Hugging Face causal LM loaded in this process (optionally with a peft adapter)."""
 
@@ -103,13 +114,7 @@ class HFGenerator:
     # prompt ------------------------------------------------------------------------
     def prompt_ids(self, chat: Chat) -> list[int]:
         """Token ids of the chat with the generation prompt, using the model's own template."""
-        tok = self.tokenizer
-        messages = fold_system(chat)
-        if getattr(tok, "chat_template", None):
-            text = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-        else:
-            text = render_seed_coder(messages, tok.bos_token or "", tok.eos_token or "")
-        return tok(text, add_special_tokens=False)["input_ids"]
+        return chat_prompt_ids(self.tokenizer, chat)
 
     def _eos_ids(self) -> set[int]:
         ids = self.model.generation_config.eos_token_id

@@ -1,0 +1,390 @@
+"""LoRA fine-tuning on the kernels a user accepted (rejection-sampling fine-tuning), and adapters.
+
+Each accepted kernel is one chat example in the model's own prompt format, exactly as
+the prompt was sent; the target is the accepted completion, or just the code (in a
+fenced block) when the user edited it. Loss is on the target tokens only. Training
+checkpoints at every epoch and can be interrupted and resumed. Finished adapters live
+in the data directory with what they were trained from, and the transformers backend
+uses the newest one made for the loaded base model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .generator import Cancel, GenerationError
+
+
+@dataclass
+class Example:
+    """One training pair: the user turn as sent, and the target answer."""
+
+    prompt: str
+    target: str
+    name: str
+
+
+@dataclass
+class FinetuneOptions:
+    """LoRA settings ([finetune] in the config file)."""
+
+    rank: int = 16
+    alpha: int = 32
+    epochs: int = 3
+    lr: float = 2e-4
+    held_out: float = 0.2
+    seed: int = 0
+    max_length: int = 12288
+
+
+@dataclass
+class AdapterInfo:
+    """What an adapter was trained from, and how training went."""
+
+    name: str
+    base: str
+    base_fingerprint: str
+    dataset_hash: str
+    examples: int
+    held_out: int
+    options: dict[str, Any]
+    metrics: dict[str, Any] = field(default_factory=dict)
+    created: float = field(default_factory=time.time)
+    path: str = ""
+
+
+def adapters_dir() -> Path:
+    """Where adapters are kept ($AUTOTRITON_ADAPTERS, else next to the kernel library)."""
+    env = os.environ.get("AUTOTRITON_ADAPTERS")
+    if env:
+        return Path(env)
+    from ..store import default_path
+
+    return default_path().parent / "adapters"
+
+
+def dataset_from_library(library: str | None = None) -> list[Example]:
+    """Accepted kernels as examples, duplicates removed, in a stable order."""
+    from ..store import Store
+
+    with Store(library) as store:
+        accepted = store.accepted()
+    seen: set[str] = set()
+    examples = []
+    for a in sorted(accepted, key=lambda a: a.name):
+        if not a.prompt:
+            continue
+        target = (
+            f"```python\n{a.code.strip()}\n```" if a.edited or not a.completion else a.completion
+        )
+        key = hashlib.sha256((a.prompt + "\0" + target).encode()).hexdigest()
+        if key not in seen:
+            seen.add(key)
+            examples.append(Example(a.prompt, target, a.name))
+    if not examples:
+        raise GenerationError(
+            "The kernel library has no accepted kernels to learn from yet: "
+            "accept some with %%autotriton (or autotriton tritonize) first."
+        )
+    return examples
+
+
+def split(examples: list[Example], share: float, seed: int) -> tuple[list[Example], list[Example]]:
+    """(train, held-out); nothing is held out until there are at least 5 examples."""
+    order = list(examples)
+    random.Random(seed).shuffle(order)
+    k = int(len(order) * share) if len(order) >= 5 else 0
+    return order[k:], order[:k]
+
+
+def dataset_hash(examples: list[Example]) -> str:
+    h = hashlib.sha256()
+    for e in examples:
+        h.update(e.prompt.encode() + b"\0" + e.target.encode() + b"\1")
+    return h.hexdigest()[:16]
+
+
+def base_fingerprint(path: str, gguf_file: str | None = None) -> str:
+    """A cheap identity of the base weights: names, sizes and the first megabyte of each file."""
+    root = Path(path)
+    files = (
+        [root / gguf_file]
+        if gguf_file
+        else sorted(
+            p for p in root.iterdir() if p.suffix in (".safetensors", ".bin", ".json", ".gguf")
+        )
+    )
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode() + str(f.stat().st_size).encode())
+        with f.open("rb") as fh:
+            h.update(fh.read(1 << 20))
+    return h.hexdigest()[:16]
+
+
+def encode(
+    tokenizer: Any, prompt: str, target: str, max_length: int
+) -> tuple[list[int], list[int]]:
+    """input ids and labels: the chat prompt is masked out (-100), the answer is learned."""
+    from .backends.hf import chat_prompt_ids
+
+    p = chat_prompt_ids(tokenizer, [{"role": "user", "content": prompt}])
+    t = tokenizer(target, add_special_tokens=False)["input_ids"]
+    eos = tokenizer.eos_token_id
+    t = t + ([eos] if eos is not None else [])
+    ids = (p + t)[:max_length]
+    labels = ([-100] * len(p) + t)[:max_length]
+    return ids, labels
+
+
+def train_lora(
+    model: Any,
+    tokenizer: Any,
+    train: list[Example],
+    out_dir: str | Path,
+    options: FinetuneOptions,
+    *,
+    resume: bool = False,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
+    cancel: Cancel | None = None,
+) -> dict[str, Any]:
+    """Train a LoRA adapter on `train`; checkpoints each epoch in out_dir/checkpoint."""
+    import torch
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    emit = on_progress or (lambda _d: None)
+    out = Path(out_dir)
+    ckpt = out / "checkpoint"
+    state = {"epoch": 0, "step": 0, "losses": []}
+    device = next(model.parameters()).device
+    if resume and (ckpt / "state.json").exists():
+        model = PeftModel.from_pretrained(model, ckpt, is_trainable=True)
+        state = json.loads((ckpt / "state.json").read_text())
+    else:
+        config = LoraConfig(
+            r=options.rank,
+            lora_alpha=options.alpha,
+            lora_dropout=0.0,
+            target_modules="all-linear",
+            task_type="CAUSAL_LM",
+        )
+        model = get_peft_model(model, config)
+    if device.type == "cuda":
+        model.gradient_checkpointing_enable()
+        model.enable_input_require_grads()
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=options.lr)
+    if resume and (ckpt / "optimizer.pt").exists():
+        opt.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=True))
+    data = [encode(tokenizer, e.prompt, e.target, options.max_length) for e in train]
+    total = options.epochs * len(data)
+    t0 = time.perf_counter()
+    tokens = 0
+    interrupted = False
+    for epoch in range(state["epoch"], options.epochs):
+        order = list(range(len(data)))
+        random.Random(options.seed + epoch).shuffle(order)
+        for i in order:
+            ids, labels = data[i]
+            x = torch.tensor([ids], device=device)
+            y = torch.tensor([labels], device=device)
+            loss = model(input_ids=x, labels=y).loss
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            state["step"] += 1
+            tokens += len(ids)
+            state["losses"].append(loss.item())
+            dt = time.perf_counter() - t0
+            emit(
+                {
+                    "epoch": epoch + 1,
+                    "epochs": options.epochs,
+                    "step": state["step"],
+                    "steps": total,
+                    "loss": float(loss),
+                    "tokens_per_s": tokens / dt if dt else 0.0,
+                }
+            )
+            if cancel and cancel.cancelled:
+                interrupted = True
+                break
+        if interrupted:
+            break
+        state["epoch"] = epoch + 1
+        _checkpoint(model, opt, ckpt, state)
+    model.eval()
+    return {
+        "model": model,
+        "interrupted": interrupted,
+        "state": state,
+        "seconds": time.perf_counter() - t0,
+        "tokens": tokens,
+    }
+
+
+def _checkpoint(model: Any, opt: Any, ckpt: Path, state: dict[str, Any]) -> None:
+    import torch
+
+    tmp = ckpt.with_name("checkpoint.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    torch.save(opt.state_dict(), tmp / "optimizer.pt")
+    (tmp / "state.json").write_text(json.dumps(state))
+    shutil.rmtree(ckpt, ignore_errors=True)
+    tmp.replace(ckpt)  # a kill mid-save leaves the previous checkpoint whole
+
+
+def save_adapter(model: Any, info: AdapterInfo) -> Path:
+    """Keep a finished adapter with its metadata; returns its folder."""
+    folder = adapters_dir() / info.name
+    tmp = folder.with_name(info.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    info.path = str(folder)
+    (tmp / "autotriton.json").write_text(json.dumps(asdict(info), indent=2))
+    shutil.rmtree(folder, ignore_errors=True)
+    tmp.replace(folder)
+    return folder
+
+
+def list_adapters() -> list[AdapterInfo]:
+    """All kept adapters, newest first."""
+    d = adapters_dir()
+    infos = []
+    if d.is_dir():
+        for meta in d.glob("*/autotriton.json"):
+            try:
+                infos.append(AdapterInfo(**json.loads(meta.read_text())))
+            except (ValueError, TypeError):
+                continue
+    return sorted(infos, key=lambda a: a.created, reverse=True)
+
+
+def use_adapter(name: str) -> None:
+    """Make `name` the adapter generation prefers (over the newest) for its base model."""
+    if name not in {a.name for a in list_adapters()}:
+        raise GenerationError(f"No adapter named {name!r} (see `autotriton adapters list`).")
+    (adapters_dir() / "preferred").write_text(name)
+
+
+def adapter_for(base_fingerprint_value: str, name: str = "") -> AdapterInfo | None:
+    """The named adapter (checked against the base), else the preferred or newest one for this base."""
+    infos = list_adapters()
+    preferred = adapters_dir() / "preferred"
+    if not name and preferred.exists():
+        chosen = next((a for a in infos if a.name == preferred.read_text().strip()), None)
+        if chosen is not None and chosen.base_fingerprint == base_fingerprint_value:
+            return chosen
+    if name:
+        match = next((a for a in infos if a.name == name), None)
+        if match is None:
+            raise GenerationError(f"No adapter named {name!r} (see `autotriton adapters list`).")
+        if match.base_fingerprint != base_fingerprint_value:
+            raise GenerationError(
+                f"The adapter {name!r} was trained on another base model "
+                f"({match.base}); it cannot be used with this one."
+            )
+        return match
+    return next((a for a in infos if a.base_fingerprint == base_fingerprint_value), None)
+
+
+def remove_adapter(name: str) -> None:
+    folder = adapters_dir() / name
+    if not (folder / "autotriton.json").exists():
+        raise GenerationError(f"No adapter named {name!r}.")
+    shutil.rmtree(folder)
+
+
+def run_finetune(
+    base: str,
+    name: str,
+    options: FinetuneOptions,
+    *,
+    library: str | None = None,
+    resume: bool = False,
+    model_options: Any = None,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
+    cancel: Cancel | None = None,
+) -> dict[str, Any]:
+    """Dataset from the library -> LoRA training -> a kept adapter the next generation uses."""
+    from .backends.hf import HFGenerator
+    from .registry import ModelOptions, resolve
+
+    mo = model_options or ModelOptions()
+    spec = resolve(base, mo)
+    if spec.backend != "hf" or not spec.available:
+        raise GenerationError(
+            f"Fine-tuning needs a transformers model available here; {base!r} is "
+            f"{spec.backend}{'' if spec.available else ' and needs ' + spec.needs}. "
+            "Use tiny-hf, autotriton (from the HF cache) or an HF folder."
+        )
+    if not name.replace("-", "_").isidentifier():
+        raise GenerationError(
+            f"{name!r} is not a usable adapter name; use letters, digits, _ and -."
+        )
+    examples = dataset_from_library(library)
+    train, held = split(examples, options.held_out, options.seed)
+    fresh = HFGenerator(
+        spec.path,
+        gguf_file=spec.gguf_file or None,
+        device=mo.device,
+        static_cache=False,
+        name=spec.name,
+    )  # a private copy: training changes it
+    run_dir = adapters_dir() / ".runs" / name
+    r = train_lora(
+        fresh.model,
+        fresh.tokenizer,
+        train,
+        run_dir,
+        options,
+        resume=resume,
+        on_progress=on_progress,
+        cancel=cancel,
+    )
+    losses = r["state"]["losses"]
+    result = {
+        "name": name,
+        "base": base,
+        "examples": len(examples),
+        "train": len(train),
+        "held_out": len(held),
+        "steps": r["state"]["step"],
+        "seconds": r["seconds"],
+        "tokens_per_s": r["tokens"] / r["seconds"] if r["seconds"] else 0.0,
+        "first_loss": losses[0] if losses else None,
+        "final_loss": losses[-1] if losses else None,
+        "interrupted": r["interrupted"],
+        "checkpoint": str(run_dir / "checkpoint"),
+    }
+    if r["interrupted"]:
+        return result
+    info = AdapterInfo(
+        name,
+        base,
+        base_fingerprint(spec.path, spec.gguf_file or None),
+        dataset_hash(examples),
+        len(train),
+        len(held),
+        asdict(options),
+        metrics={
+            k: result[k] for k in ("first_loss", "final_loss", "steps", "tokens_per_s", "seconds")
+        },
+    )
+    result["adapter"] = str(save_adapter(r["model"], info))
+    shutil.rmtree(run_dir, ignore_errors=True)
+    from . import registry
+
+    registry._loaded.clear()  # the next generation loads the base again, with its new adapter
+    return result
