@@ -249,18 +249,7 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
     if interrupted:
         print("autotriton: interrupted; the candidates that finished are kept.", file=sys.stderr)
     with Store(args.library) as store:
-        task_id = store.add_task(task.name, task.source)
-        for c in result.candidates:
-            store.add_candidate(
-                task_id,
-                round=c.round,
-                sample=c.sample,
-                model=result.model,
-                prompt=c.prompt,
-                completion=c.completion,
-                code=c.code,
-                report=c.report.to_dict() if c.report else None,
-            )
+        store.save_result(task.name, task.source, result)
     best = result.best
     if args.output and best and best.code:
         from pathlib import Path

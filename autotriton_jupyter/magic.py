@@ -236,20 +236,7 @@ class AutotritonMagics(Magics):
         task_id = None
         try:
             with Store(self.library or None) as store:
-                task_id = store.add_task(task.name, task.source)
-                for c in result.candidates:
-                    ids.append(
-                        store.add_candidate(
-                            task_id,
-                            round=c.round,
-                            sample=c.sample,
-                            model=result.model,
-                            prompt=c.prompt,
-                            completion=c.completion,
-                            code=c.code,
-                            report=c.report.to_dict() if c.report else None,
-                        )
-                    )
+                task_id, ids = store.save_result(task.name, task.source, result)
         except StoreError as e:
             _error(f"the candidates could not be stored: {e}")
         name = args.name or f"{args.module or 'Model'}Triton"

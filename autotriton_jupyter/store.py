@@ -173,6 +173,24 @@ class Store:
             )
             return int(cur.lastrowid)
 
+    def save_result(self, task_name: str, task_source: str, result: Any) -> tuple[int, list[int]]:
+        """Store a pipeline Result's candidates; returns the task id and the candidates' ids."""
+        task_id = self.add_task(task_name, task_source)
+        ids = [
+            self.add_candidate(
+                task_id,
+                round=c.round,
+                sample=c.sample,
+                model=result.model,
+                prompt=c.prompt,
+                completion=c.completion,
+                code=c.code,
+                report=c.report.to_dict() if c.report else None,
+            )
+            for c in result.candidates
+        ]
+        return task_id, ids
+
     def accept(
         self,
         name: str,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -70,6 +71,50 @@ class Cancel:
     @property
     def cancelled(self) -> bool:
         return self._flag.is_set()
+
+
+class TokenStream:
+    """One sample's streamed pieces: each one is reported as a token Event as it arrives."""
+
+    def __init__(self, emit: EventSink, chat: int, sample: int) -> None:
+        self.emit, self.chat, self.sample = emit, chat, sample
+        self.parts: list[str] = []
+        self.t0 = time.perf_counter()
+
+    @property
+    def tokens(self) -> int:
+        return len(self.parts)
+
+    def token(self, piece: str) -> None:
+        self.parts.append(piece)
+        dt = time.perf_counter() - self.t0
+        self.emit(
+            Event(
+                "token",
+                sample=self.sample,
+                chat=self.chat,
+                text=piece,
+                tokens=self.tokens,
+                tokens_per_s=self.tokens / dt if dt else 0.0,
+            )
+        )
+
+    def completion(self, finish: str) -> Completion:
+        """The finished sample (and its "done" Event)."""
+        seconds = time.perf_counter() - self.t0
+        self.emit(
+            Event(
+                "done",
+                sample=self.sample,
+                chat=self.chat,
+                tokens=self.tokens,
+                tokens_per_s=self.tokens / seconds if seconds else 0.0,
+                message=finish,
+            )
+        )
+        return Completion(
+            "".join(self.parts), self.tokens, finish, seconds, chat=self.chat, sample=self.sample
+        )
 
 
 class Generator(Protocol):

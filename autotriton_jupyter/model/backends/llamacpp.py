@@ -19,6 +19,7 @@ from ..generator import (
     EventSink,
     GenerationError,
     GenerationParams,
+    TokenStream,
 )
 from ..prompts import fold_system
 
@@ -118,9 +119,8 @@ class LlamaCppGenerator:
         cancel: Cancel | None,
     ) -> Completion:
         self._check_length(messages)
-        t0 = time.perf_counter()
-        parts: list[str] = []
-        tokens, finish = 0, "stop"
+        out = TokenStream(emit, ci, s)
+        finish = "stop"
         try:
             stream = self.llm.create_chat_completion(
                 messages=messages,
@@ -133,21 +133,8 @@ class LlamaCppGenerator:
             for chunk in stream:
                 choice = chunk["choices"][0]
                 delta = choice.get("delta", {})
-                piece = delta.get("content") or ""
                 if "content" in delta:  # one chunk per token (part of a character may be empty)
-                    parts.append(piece)
-                    tokens += 1
-                    dt = time.perf_counter() - t0
-                    emit(
-                        Event(
-                            "token",
-                            sample=s,
-                            chat=ci,
-                            text=piece,
-                            tokens=tokens,
-                            tokens_per_s=tokens / dt if dt else 0.0,
-                        )
-                    )
+                    out.token(delta.get("content") or "")
                 if choice.get("finish_reason"):
                     finish = choice["finish_reason"]
                 if cancel and cancel.cancelled:
@@ -161,15 +148,4 @@ class LlamaCppGenerator:
                     "raise n_ctx in settings or shorten the task."
                 ) from e
             raise
-        seconds = time.perf_counter() - t0
-        emit(
-            Event(
-                "done",
-                sample=s,
-                chat=ci,
-                tokens=tokens,
-                tokens_per_s=tokens / seconds if seconds else 0.0,
-                message=finish,
-            )
-        )
-        return Completion("".join(parts), tokens, finish, seconds, chat=ci, sample=s)
+        return out.completion(finish)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import random
 import threading
-import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +23,7 @@ from ..generator import (
     EventSink,
     GenerationError,
     GenerationParams,
+    TokenStream,
 )
 from ..prompts import fold_system
 
@@ -99,9 +99,8 @@ class OpenAIGenerator:
             "seed": seed,
             "stream": True,
         }
-        t0 = time.perf_counter()
-        parts: list[str] = []
-        tokens, finish = 0, "stop"
+        out = TokenStream(emit, ci, s)
+        finish = "stop"
         try:
             with urllib.request.urlopen(self._request(body), timeout=self.timeout) as resp:
                 for raw_line in resp:
@@ -114,19 +113,7 @@ class OpenAIGenerator:
                     choice = (json.loads(data).get("choices") or [{}])[0]
                     piece = (choice.get("delta") or {}).get("content") or ""
                     if piece:
-                        parts.append(piece)
-                        tokens += 1
-                        dt = time.perf_counter() - t0
-                        emit(
-                            Event(
-                                "token",
-                                chat=ci,
-                                sample=s,
-                                text=piece,
-                                tokens=tokens,
-                                tokens_per_s=tokens / dt if dt else 0.0,
-                            )
-                        )
+                        out.token(piece)
                     if choice.get("finish_reason"):
                         finish = choice["finish_reason"]
                     if cancel and cancel.cancelled:
@@ -143,15 +130,4 @@ class OpenAIGenerator:
                 f"({getattr(e, 'reason', e)}); start it, or set base_url in "
                 "settings (AUTOTRITON_MODEL_BASE_URL)."
             ) from e
-        seconds = time.perf_counter() - t0
-        emit(
-            Event(
-                "done",
-                chat=ci,
-                sample=s,
-                tokens=tokens,
-                message=finish,
-                tokens_per_s=tokens / seconds if seconds else 0.0,
-            )
-        )
-        return Completion("".join(parts), tokens, finish, seconds, chat=ci, sample=s)
+        return out.completion(finish)
