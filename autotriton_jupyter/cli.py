@@ -39,6 +39,14 @@ def _add_verify_flags(p: argparse.ArgumentParser, seed: bool = True) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
 
+def _options_default():
+    """Verify options from defaults, the config file and the environment (no flags)."""
+    from .config import load
+    from .verify import VerifyOptions
+
+    return load("verify", VerifyOptions())
+
+
 def _options(args: argparse.Namespace):
     from .config import load
     from .verify import VerifyOptions
@@ -381,10 +389,11 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     )
     if not quiet:
         print(file=sys.stderr)
-    print(json.dumps(result, indent=2))
     if result["interrupted"]:
+        print(json.dumps(result, indent=2))
         print(
-            f"autotriton: interrupted; resume with `autotriton finetune --name {args.name} --resume`.",
+            f"autotriton: interrupted; resume with `autotriton finetune --name {args.name} "
+            "--resume`.",
             file=sys.stderr,
         )
         return 130
@@ -393,6 +402,31 @@ def cmd_finetune(args: argparse.Namespace) -> int:
         f"(loss {result['first_loss']:.3f} -> {result['final_loss']:.3f}).",
         file=sys.stderr,
     )
+    if result["held_out_tasks"]:
+        from .evaluation import before_after
+        from .model.registry import load
+
+        mo = _model_options(args)
+        mo.adapter = "none"
+        base = load(args.base, mo)
+        mo.adapter = args.name
+        tuned = load(args.base, mo)
+        scores = before_after(
+            result["held_out_tasks"],
+            base,
+            tuned,
+            _options_default(),
+            max_tokens=args.max_tokens,
+            on_progress=_progress(quiet),
+        )
+        b, a = scores["before"], scores["after"]
+        print(
+            f"held-out tasks: {b['passed']}/{b['tasks']} verified before fine-tuning, "
+            f"{a['passed']}/{a['tasks']} after",
+            file=sys.stderr,
+        )
+        result["held_out_scores"] = scores
+    print(json.dumps(result, indent=2))
     return EXIT_PASS
 
 
@@ -511,6 +545,12 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--epochs", type=int)
     f.add_argument("--lr", type=float)
     f.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    f.add_argument(
+        "--max-tokens",
+        type=int,
+        default=8192,
+        help="per answer when comparing before/after on held-out tasks",
+    )
     f.add_argument("--library")
     f.add_argument("-q", "--quiet", action="store_true")
     f.set_defaults(func=cmd_finetune, model=None)

@@ -113,3 +113,30 @@ def test_empty_library_and_wrong_base_are_clear(home, capsys):
     assert adapter_for("ffff") is None  # never picked by default for another base
     with pytest.raises(GenerationError, match="needs a transformers model"):
         run_finetune("tiny", "x", FAST)
+
+
+def test_held_out_tasks_are_scored_before_and_after(home, capsys, monkeypatch):
+    monkeypatch.setenv("AUTOTRITON_VERIFY_DEVICE", "cpu")
+    monkeypatch.setenv("AUTOTRITON_VERIFY_TIMING", "false")
+    ops = {"double": "x * 2", "neg": "-x", "half": "x * 0.5", "plus1": "x + 1", "sq": "x * x"}
+    with Store() as s:
+        for k, op in ops.items():
+            src, code = TASK.format(op=op), CODE.format(k=k, expr="tl.load(p + i)")
+            t = s.add_task(k, src)
+            cid = s.add_candidate(
+                t,
+                round=0,
+                sample=0,
+                model="tiny-hf",
+                prompt=task_chat(src)[0]["content"],
+                completion=f"```python\n{code}```",
+                code=code,
+                report=None,
+            )
+            s.accept(f"{k}_fast", t, code, candidate_id=cid)
+    assert main(["finetune", "--name", "ho", "--epochs", "1", "--max-tokens", "48", "-q"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["train"] == 4 and len(out["held_out_tasks"]) == 1
+    scores = out["held_out_scores"]
+    assert scores["before"]["tasks"] == scores["after"]["tasks"] == 1
+    assert 0 <= scores["after"]["passed"] <= 1

@@ -31,6 +31,7 @@ class Example:
     prompt: str
     target: str
     name: str
+    task_source: str = ""
 
 
 @dataclass
@@ -89,7 +90,7 @@ def dataset_from_library(library: str | None = None) -> list[Example]:
         key = hashlib.sha256((a.prompt + "\0" + target).encode()).hexdigest()
         if key not in seen:
             seen.add(key)
-            examples.append(Example(a.prompt, target, a.name))
+            examples.append(Example(a.prompt, target, a.name, a.task_source))
     if not examples:
         raise GenerationError(
             "The kernel library has no accepted kernels to learn from yet: "
@@ -359,6 +360,7 @@ def run_finetune(
         "base": base,
         "examples": len(examples),
         "train": len(train),
+        "held_out_tasks": [{"name": e.name, "source": e.task_source} for e in held],
         "held_out": len(held),
         "steps": r["state"]["step"],
         "seconds": r["seconds"],
