@@ -256,29 +256,60 @@ class AutotritonMagics(Magics):
 
 
 class _Progress:
-    """Live progress: model loading, tokens and tok/s per sample, each candidate's state."""
+    """Live progress: model loading, tokens and tok/s per sample, each candidate's state, and
+    the text streaming in, folded away in an accordion (one pane per sample)."""
+
+    SHOWN_CHARS = 6000
+    RENDER_EVERY_S = 0.2
 
     def __init__(self) -> None:
         try:
             import ipywidgets as w
 
-            self.box: Any = w.HTML("autotriton: starting")
+            self.status: Any = w.HTML("autotriton: starting")
+            self.folds: Any = w.Accordion(children=[])
+            self.box: Any = w.VBox([self.status, self.folds])
             display(self.box)
         except ImportError:
             self.box = None
         self.lines: dict[str, str] = {}
+        self.text: dict[int, list[str]] = {}
+        self.panes: dict[int, Any] = {}
+        self.last_render = 0.0
         self.lock = threading.Lock()
 
-    def _render(self) -> None:
-        text = "<br>".join(html.escape(v) for v in self.lines.values())
-        if self.box is not None:
-            self.box.value = f"<div style='font-family:monospace'>{text}</div>"
+    def _render(self, force: bool = False) -> None:
+        import time
 
-    def _set(self, key: str, value: str) -> None:
+        if self.box is None or (
+            not force and time.monotonic() - self.last_render < self.RENDER_EVERY_S
+        ):
+            return
+        self.last_render = time.monotonic()
+        lines = "<br>".join(html.escape(v) for v in self.lines.values())
+        self.status.value = f"<div style='font-family:monospace'>{lines}</div>"
+        for sample, parts in self.text.items():
+            shown = "".join(parts)[-self.SHOWN_CHARS :]
+            self._pane(
+                sample
+            ).value = f"<pre style='white-space:pre-wrap'>{html.escape(shown)}</pre>"
+
+    def _pane(self, sample: int) -> Any:
+        import ipywidgets as w
+
+        if sample not in self.panes:
+            self.panes[sample] = w.HTML()
+            self.folds.children = [*self.folds.children, self.panes[sample]]
+            self.folds.set_title(
+                len(self.folds.children) - 1, f"sample {sample + 1}: what the model writes"
+            )
+        return self.panes[sample]
+
+    def _set(self, key: str, value: str, force: bool = True) -> None:
         with self.lock:
             self.lines[key] = value
-            self._render()
-        if self.box is None:
+            self._render(force)
+        if self.box is None and force:
             print(value, file=sys.stderr)
 
     def model(self, message: str) -> None:
@@ -292,8 +323,13 @@ class _Progress:
             d = e.data
             who = "all samples" if e.sample < 0 else f"sample {e.sample + 1}"
             if d["kind"] == "token":
+                if d.get("text") and e.sample >= 0:
+                    with self.lock:
+                        self.text.setdefault(e.sample, []).append(d["text"])
                 self._set(
-                    f"gen{e.sample}", f"{who}: {d['tokens']} tokens, {d['tokens_per_s']:.1f} tok/s"
+                    f"gen{e.sample}",
+                    f"{who}: {d['tokens']} tokens, {d['tokens_per_s']:.1f} tok/s",
+                    force=False,
                 )
             elif d["kind"] == "done":
                 self._set(f"gen{e.sample}", f"{who}: {d['tokens']} tokens, {d['message']}")
@@ -306,8 +342,9 @@ class _Progress:
             self._set("stage", e.message)
 
     def close(self) -> None:
-        if self.box is not None:
-            self.box.close()
+        """Keep the final state (with the folded text) in place of the live view."""
+        with self.lock:
+            self._render(force=True)
 
 
 def _progress_view() -> _Progress:

@@ -182,3 +182,37 @@ def test_retry_runs_the_cell_again(ip, library, task_cell, corpus, monkeypatch):
     gen.answers = [fenced(corpus / "add_relu" / "pass_masked.py")]
     first.retry_button.click()
     assert magics.last_view is not first and magics.last_view.result.best is not None
+
+
+def test_progress_folds_the_streamed_text_per_sample():
+    from autotriton_jupyter.magic import _Progress
+    from autotriton_jupyter.pipeline import PipelineEvent
+
+    p = _Progress()
+    p.model("loaded tiny")
+    for i, piece in enumerate(["<think>", "tile ", "by 128", "</think>"]):
+        p.event(
+            PipelineEvent(
+                "token",
+                sample=0,
+                data={
+                    "kind": "token",
+                    "tokens": i + 1,
+                    "tokens_per_s": 10.0,
+                    "text": piece,
+                    "message": "",
+                },
+            )
+        )
+    p.event(
+        PipelineEvent(
+            "token",
+            sample=1,
+            data={"kind": "token", "tokens": 1, "tokens_per_s": 5.0, "text": "x", "message": ""},
+        )
+    )
+    p.event(PipelineEvent("verified", "pass", sample=0))
+    p.close()
+    assert "loaded tiny" in p.status.value and "sample 1: pass" in p.status.value
+    assert len(p.folds.children) == 2 and p.folds.get_title(0).startswith("sample 1")
+    assert "tile by 128" in p.folds.children[0].value
