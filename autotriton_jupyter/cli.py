@@ -242,8 +242,7 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
 
     def on_event(e) -> None:
         if e.kind == "token":
-            d = e.data
-            progress(_Tok(d["kind"], e.sample, d["tokens"], d["tokens_per_s"], d["message"]))
+            progress(e.data["event"])
         elif e.kind in ("generating", "repairing", "verifying", "done"):
             emit(e.message)
         elif e.kind == "verified":
@@ -283,14 +282,6 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
             if args.output:
                 print(f"written to {args.output}")
     return EXIT_PASS if best else EXIT_FAIL
-
-
-class _Tok:
-    """A model Event rebuilt from a pipeline event, for the token progress line."""
-
-    def __init__(self, kind: str, sample: int, tokens: int, tokens_per_s: float, message: str):
-        self.kind, self.sample, self.tokens = kind, sample, tokens
-        self.tokens_per_s, self.message = tokens_per_s, message
 
 
 def cmd_kernels(args: argparse.Namespace) -> int:

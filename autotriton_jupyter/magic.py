@@ -320,19 +320,19 @@ class _Progress:
 
     def event(self, e: Any) -> None:
         if e.kind == "token":
-            d = e.data
-            who = "all samples" if e.sample < 0 else f"sample {e.sample + 1}"
-            if d["kind"] == "token":
-                if d.get("text") and e.sample >= 0:
+            ev = e.data["event"]
+            who = "all samples" if ev.sample < 0 else f"sample {ev.sample + 1}"
+            if ev.kind == "token":
+                if ev.text and ev.sample >= 0:
                     with self.lock:
-                        self.text.setdefault(e.sample, []).append(d["text"])
+                        self.text.setdefault(ev.sample, []).append(ev.text)
                 self._set(
-                    f"gen{e.sample}",
-                    f"{who}: {d['tokens']} tokens, {d['tokens_per_s']:.1f} tok/s",
+                    f"gen{ev.sample}",
+                    f"{who}: {ev.tokens} tokens, {ev.tokens_per_s:.1f} tok/s",
                     force=False,
                 )
-            elif d["kind"] == "done":
-                self._set(f"gen{e.sample}", f"{who}: {d['tokens']} tokens, {d['message']}")
+            elif ev.kind == "done":
+                self._set(f"gen{ev.sample}", f"{who}: {ev.tokens} tokens, {ev.message}")
         elif e.kind == "verified":
             self._set(
                 f"ver{e.round}.{e.sample}",

@@ -150,13 +150,7 @@ def tritonize(
                         "token",
                         sample=e.sample,
                         round=rnd,
-                        data={
-                            "kind": e.kind,
-                            "tokens": e.tokens,
-                            "tokens_per_s": e.tokens_per_s,
-                            "text": e.text,
-                            "message": e.message,
-                        },
+                        data={"event": e},
                     )
                 )
 

@@ -59,7 +59,6 @@ class LaunchProbe:
         self.streams: set[int] = set()
         self.depth = 0
         self.recording = False
-        self._patched: list[tuple[type, Any]] = []
         self._owner: dict[int, bool] = {}
 
     def reset(self) -> None:
@@ -109,7 +108,6 @@ class LaunchProbe:
 
         run.__wrapped__ = original
         cls.run = run
-        self._patched.append((cls, run))
 
     def _wrap_bench(self, cls: type, original: Any) -> None:
         """Triton's own benchmarking of autotune configs (first call only) is not the candidate's."""

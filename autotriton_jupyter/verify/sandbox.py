@@ -78,7 +78,6 @@ class Worker:
         self.log_path = log_path
         self.memory_limit = memory_limit
         self.ready: dict[str, Any] | None = None
-        self.started = time.perf_counter()
         self.expired = False
         self._deadline = float("inf")
 
@@ -320,7 +319,6 @@ class Pool:
             target=worker_module.serve,
             args=(
                 child,
-                "worker",
                 self.device,
                 str(self.workdir),
                 str(log_path),

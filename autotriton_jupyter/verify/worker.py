@@ -73,10 +73,9 @@ def _storage_range(t: torch.Tensor) -> tuple[int, int]:
 
 
 class Worker:
-    """State of one worker: its role, device and whatever the commands built."""
+    """State of one worker: its device and whatever the commands built."""
 
-    def __init__(self, role: str, device: str, workdir: str, gpu_fraction: float) -> None:
-        self.role = role
+    def __init__(self, device: str, workdir: str, gpu_fraction: float) -> None:
         self.device = device
         self.workdir = Path(workdir)
         self.gpu_fraction = gpu_fraction
@@ -474,15 +473,13 @@ def _redirect_output(log_path: str) -> None:
     os.close(fd)
 
 
-def serve(
-    conn: Any, role: str, device: str, workdir: str, log_path: str, gpu_fraction: float
-) -> None:
+def serve(conn: Any, device: str, workdir: str, log_path: str, gpu_fraction: float) -> None:
     """Worker main loop: init, say ready, then answer commands until told to exit."""
     _redirect_output(log_path)
     if device == "cpu":
         _use_triton_interpreter()
     t0 = time.perf_counter()
-    w = Worker(role, device, workdir, gpu_fraction)
+    w = Worker(device, workdir, gpu_fraction)
     try:
         w.init_device()
         conn.send_bytes(
