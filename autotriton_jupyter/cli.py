@@ -209,6 +209,38 @@ def cmd_bench_generate(args: argparse.Namespace) -> int:
         prompt_tokens=args.prompt_tokens,
         new_tokens=args.new_tokens,
         static_cache=not args.no_static_cache,
+        fused=args.decoder == "fused",
+        budget_tokens=args.budget_tokens,
+        profile=args.profile,
+        on_event=_progress(args.quiet),
+    )
+    print(json.dumps(result, indent=2) if args.json else result["text"])
+    return EXIT_PASS
+
+
+def cmd_bench_finetune(args: argparse.Namespace) -> int:
+    from .model.bench import bench_finetune
+
+    result = bench_finetune(
+        args.shape,
+        examples=args.examples,
+        seq_tokens=args.seq_tokens,
+        rank=args.rank,
+        on_event=_progress(args.quiet),
+    )
+    print(json.dumps(result, indent=2) if args.json else result["text"])
+    return EXIT_PASS
+
+
+def cmd_bench_pipeline(args: argparse.Namespace) -> int:
+    from .bench import bench_pipeline
+
+    result = bench_pipeline(
+        args.reference,
+        args.candidates,
+        n=args.n,
+        repeats=args.repeats,
+        verify=_options(args),
         on_event=_progress(args.quiet),
     )
     print(json.dumps(result, indent=2) if args.json else result["text"])
@@ -582,9 +614,47 @@ def build_parser() -> argparse.ArgumentParser:
     bg.add_argument("--prompt-tokens", type=int, default=512)
     bg.add_argument("--new-tokens", type=int, default=256)
     bg.add_argument("--no-static-cache", action="store_true")
+    bg.add_argument(
+        "--profile", action="store_true", help="add the GPU kernels of 16 decode steps (CUDA)"
+    )
+    bg.add_argument(
+        "--decoder",
+        choices=["fused", "hf"],
+        default="fused",
+        help="fused: this project's Llama decoder; hf: transformers' forward + StaticCache",
+    )
+    bg.add_argument(
+        "--budget-tokens",
+        type=int,
+        help="size the KV cache for this many new tokens (as a real 8k-token answer "
+        "does) while timing only --new-tokens",
+    )
     bg.add_argument("--json", action="store_true")
     bg.add_argument("-q", "--quiet", action="store_true")
     bg.set_defaults(func=cmd_bench_generate)
+    bf = bsub.add_parser(
+        "finetune",
+        help="LoRA training tokens/s and peak memory (random weights of AutoTriton's shape)",
+    )
+    bf.add_argument("--shape", choices=["autotriton", "tiny"], default="autotriton")
+    bf.add_argument("--examples", type=int, default=8)
+    bf.add_argument("--seq-tokens", type=int, default=2048)
+    bf.add_argument("--rank", type=int, default=16)
+    bf.add_argument("--json", action="store_true")
+    bf.add_argument("-q", "--quiet", action="store_true")
+    bf.set_defaults(func=cmd_bench_finetune)
+    bp = bsub.add_parser(
+        "pipeline",
+        help="seconds from a cell run to its result view, generation excluded "
+        "(known candidates replayed from a folder)",
+    )
+    bp.add_argument("reference")
+    bp.add_argument("candidates", help="folder of candidate files (replayed as the model)")
+    bp.add_argument("-n", type=int, default=4)
+    bp.add_argument("--repeats", type=int, default=2)
+    bp.add_argument("--json", action="store_true")
+    _add_verify_flags(bp)
+    bp.set_defaults(func=cmd_bench_pipeline)
     return parser
 
 

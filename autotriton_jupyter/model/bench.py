@@ -76,6 +76,9 @@ def bench_generate(
     static_cache: bool = True,
     device: str = "auto",
     temperature: float = 0.0,
+    fused: bool = True,
+    budget_tokens: int | None = None,
+    profile: bool = False,
     on_event: Any = None,
 ) -> dict[str, Any]:
     """Decode tokens/s at each batch size; returns figures and a text summary."""
@@ -94,14 +97,19 @@ def bench_generate(
         tokenizer=None,
         device=dev,
         static_cache=static_cache,
+        fused=fused,
         name=f"random-{shape}",
     )
+    decoder = "fused" if gen.decoder else ("hf-static" if gen.static_cache else "hf-plain")
+    budget = max(budget_tokens or new_tokens, new_tokens)
     params = GenerationParams(max_tokens=new_tokens, temperature=temperature, top_p=0.95)
     vocab = model.config.vocab_size
     result: dict[str, Any] = {
         "shape": shape,
         "device": dev,
         "static_cache": gen.static_cache,
+        "decoder": decoder,
+        "cache_tokens": prompt_tokens + budget,
         "prompt_tokens": prompt_tokens,
         "new_tokens": new_tokens,
         "build_s": build_s,
@@ -117,9 +125,11 @@ def bench_generate(
             s0 = time.perf_counter()
             steps = 0
             with torch.inference_mode():
-                for tok in gen._token_steps(prompt, new_tokens, params):
+                for tok in gen._token_steps(prompt, budget, params):
                     steps += 1
                     tok.tolist()  # the per-token host read a streaming user pays for
+                    if steps == new_tokens:
+                        break
             if dev == "cuda":
                 torch.cuda.synchronize()
             secs = time.perf_counter() - s0
@@ -132,15 +142,116 @@ def bench_generate(
             }
             result["runs"].append(run)
             emit(f"batch {b} {label}: {run['tokens_per_s']:.1f} tok/s")
+        if profile and dev == "cuda":
+            result.setdefault("profiles", {})[str(b)] = _profile(gen, prompt, budget, params)
     if dev == "cuda":
         result["peak_memory_gb"] = torch.cuda.max_memory_allocated() / 2**30
     timed = [r for r in result["runs"] if r["run"] == "timed"]
     lines = [
         f"decode speed, {shape} shape, random weights, {dev}"
         + (f" ({result.get('gpu')})" if dev == "cuda" else "")
-        + f", static cache {'on' if gen.static_cache else 'off'}, prompt {prompt_tokens}, "
-        f"{new_tokens} new tokens (prefill included)"
+        + f", decoder {decoder}, prompt {prompt_tokens}, {new_tokens} new tokens "
+        f"(prefill included), cache for {prompt_tokens + budget} tokens"
     ]
     lines += [f"  batch {r['batch']}: {r['tokens_per_s']:.1f} tok/s total" for r in timed]
+    result["text"] = "\n".join(lines)
+    return result
+
+
+def _profile(gen: Any, prompt: Any, budget: int, params: Any, steps: int = 16) -> str:
+    """The GPU kernels of `steps` decode steps (after the prefill), heaviest first."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    with torch.inference_mode():
+        it = gen._token_steps(prompt, budget, params)
+        next(it).tolist()  # prefill outside the profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(steps):
+                next(it).tolist()
+            torch.cuda.synchronize()
+        it.close()
+    return prof.key_averages().table(
+        sort_by="cuda_time_total", row_limit=14, max_name_column_width=70
+    )
+
+
+def bench_finetune(
+    shape: str = "autotriton",
+    examples: int = 8,
+    seq_tokens: int = 2048,
+    prompt_tokens: int = 1024,
+    rank: int = 16,
+    device: str = "auto",
+    on_event: Any = None,
+) -> dict[str, Any]:
+    """LoRA training speed and peak memory of `train_lora` on a random-weight model.
+
+    One epoch over `examples` sequences of `seq_tokens` tokens whose first
+    `prompt_tokens` are masked out of the loss, as a prompt is in real training. The
+    first step (allocations, kernel selection) is reported apart.
+    """
+    import tempfile
+
+    import torch
+
+    from .finetune import FinetuneOptions, train_lora
+
+    emit = on_event or (lambda _m: None)
+    dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+    t0 = time.perf_counter()
+    model = random_llama(AUTOTRITON_SHAPE if shape == "autotriton" else TINY_SHAPE, dev)
+    build_s = time.perf_counter() - t0
+    vocab = model.config.vocab_size
+    g = torch.Generator().manual_seed(0)
+    prompt_tokens = min(prompt_tokens, seq_tokens // 2)
+    data = []
+    for _ in range(examples):
+        ids = torch.randint(3, vocab, (seq_tokens,), generator=g).tolist()
+        data.append((ids, [-100] * prompt_tokens + ids[prompt_tokens:]))
+    stamps: list[tuple[float, float]] = []
+
+    def progress(d: dict[str, Any]) -> None:
+        if dev == "cuda":
+            torch.cuda.synchronize()
+        stamps.append((time.perf_counter(), d["loss"]))
+        emit(f"step {d['step']}/{d['steps']}: loss {d['loss']:.3f}")
+
+    if dev == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    options = FinetuneOptions(rank=rank, epochs=1, max_length=seq_tokens)
+    with tempfile.TemporaryDirectory() as tmp:
+        s0 = time.perf_counter()
+        r = train_lora(model, None, [], tmp, options, on_progress=progress, encoded=data)
+        total = time.perf_counter() - s0
+    steady = stamps[-1][0] - stamps[0][0] if len(stamps) > 1 else 0.0
+    result: dict[str, Any] = {
+        "shape": shape,
+        "device": dev,
+        "build_s": build_s,
+        "examples": examples,
+        "seq_tokens": seq_tokens,
+        "rank": rank,
+        "first_step_s": stamps[0][0] - s0 if stamps else None,
+        "tokens_per_s": (len(stamps) - 1) * seq_tokens / steady if steady else None,
+        "seconds": total,
+        "tokens": r["tokens"],
+        "trainable_params": sum(p.numel() for p in r["model"].parameters() if p.requires_grad),
+        "losses": [loss for _, loss in stamps],
+    }
+    if dev == "cuda":
+        result["gpu"] = torch.cuda.get_device_name()
+        result["peak_memory_gb"] = torch.cuda.max_memory_allocated() / 2**30
+    head = f"LoRA training, {shape} shape, random weights, {dev}" + (
+        f" ({result['gpu']})" if dev == "cuda" else ""
+    )
+    lines = [
+        f"{head}: rank {rank}, all linear layers, {examples} x {seq_tokens} tokens "
+        f"({prompt_tokens} masked), one epoch",
+        f"  first step {result['first_step_s']:.1f} s; then "
+        + (f"{result['tokens_per_s']:.0f} tokens/s" if result["tokens_per_s"] else "n/a"),
+    ]
+    if dev == "cuda":
+        lines.append(f"  peak GPU memory {result['peak_memory_gb']:.1f} GiB")
     result["text"] = "\n".join(lines)
     return result

@@ -157,8 +157,12 @@ def train_lora(
     resume: bool = False,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
     cancel: Cancel | None = None,
+    encoded: list[tuple[list[int], list[int]]] | None = None,
 ) -> dict[str, Any]:
-    """Train a LoRA adapter on `train`; checkpoints each epoch in out_dir/checkpoint."""
+    """Train a LoRA adapter on `train`; checkpoints each epoch in out_dir/checkpoint.
+
+    `encoded` (ids, labels) pairs replace `train` when given (the speed benchmark uses
+    token ids directly, having no tokenizer for random weights)."""
     import torch
     from peft import LoraConfig, PeftModel, get_peft_model
 
@@ -187,7 +191,7 @@ def train_lora(
     opt = torch.optim.AdamW(params, lr=options.lr)
     if resume and (ckpt / "optimizer.pt").exists():
         opt.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=True))
-    data = [encode(tokenizer, e.prompt, e.target, options.max_length) for e in train]
+    data = encoded or [encode(tokenizer, e.prompt, e.target, options.max_length) for e in train]
     total = options.epochs * len(data)
     t0 = time.perf_counter()
     tokens = 0
@@ -213,7 +217,7 @@ def train_lora(
                     "epochs": options.epochs,
                     "step": state["step"],
                     "steps": total,
-                    "loss": float(loss),
+                    "loss": state["losses"][-1],
                     "tokens_per_s": tokens / dt if dt else 0.0,
                 }
             )

@@ -7,6 +7,8 @@ Names a user can give:
   (llama.cpp); `tiny-hf` is the same file through transformers.
 - a path: a `.gguf` file (llama.cpp) or a folder with config.json (transformers).
 - `openai:NAME`: model NAME on the OpenAI-compatible server at settings `base_url`.
+- `files:DIR`: pre-generated completions replayed from the files in DIR (another
+  model's outputs, or known kernels), through the same pipeline.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class ModelOptions:
     n_gpu_layers: int = -1
     device: str = "auto"
     static_cache: bool = True
+    fused_decode: bool = True  # Llama models on CUDA: this project's fused decoder
     adapter: str = ""  # "" = the newest adapter made for the base model, "none" = no adapter
 
 
@@ -114,6 +117,12 @@ def resolve(name: str, options: ModelOptions) -> ModelSpec:
             available=p is not None,
             needs=needs,
         )
+    if name.startswith("files:"):
+        folder = Path(name.split(":", 1)[1]).expanduser()
+        ok = folder.is_dir()
+        return ModelSpec(
+            name, "replay", str(folder), available=ok, needs="" if ok else f"the folder {folder}"
+        )
     if name.startswith("openai:"):
         return ModelSpec(
             name, "openai", options.base_url, api_model=name.split(":", 1)[1] or "default"
@@ -131,7 +140,8 @@ def resolve(name: str, options: ModelOptions) -> ModelSpec:
         )
     raise GenerationError(
         f"Unknown model {name!r}. Use autotriton, tiny, tiny-hf, a .gguf file, a Hugging Face "
-        "model folder, or openai:NAME for an OpenAI-compatible server (`autotriton model list`)."
+        "model folder, openai:NAME for an OpenAI-compatible server, or files:DIR to replay "
+        "pre-generated completions (`autotriton model list`)."
     )
 
 
@@ -231,6 +241,10 @@ def _build(
             on_event=on_event,
             name=spec.name,
         )
+    if spec.backend == "replay":
+        from .backends.replay import ReplayGenerator
+
+        return ReplayGenerator(spec.path, name=spec.name)
     if spec.backend == "hf":
         from .backends.hf import HFGenerator
 
@@ -239,6 +253,7 @@ def _build(
             gguf_file=spec.gguf_file or None,
             device=options.device,
             static_cache=options.static_cache,
+            fused=options.fused_decode,
             on_event=on_event,
             name=f"{spec.name}+{Path(adapter).name}" if adapter else spec.name,
             adapter=adapter,

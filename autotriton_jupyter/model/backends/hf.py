@@ -4,8 +4,9 @@ Two ways to decode, same results format:
 - `generate` (any device): transformers' own generate, one batch of n copies of the
   prompt, a streamer for progress and a stopping criterion for cancel;
 - the fast loop (CUDA): a static KV cache, and one decode step (model + sampling)
-  compiled with CUDA graphs, so a token costs one graph replay. This is what makes
-  batch-1 decoding approach the memory-bandwidth limit.
+  compiled with CUDA graphs, so a token costs one graph replay. For Llama-architecture
+  models (AutoTriton) the step is `fast_decode.LlamaDecoder` (fused projections,
+  attention over the filled cache only); other models use transformers' StaticCache.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class HFGenerator:
         gguf_file: str | None = None,
         device: str = "auto",
         static_cache: bool = True,
+        fused: bool = True,
         adapter: str | None = None,
         on_event: EventSink | None = None,
         name: str = "",
@@ -85,6 +87,7 @@ class HFGenerator:
         )
         dtype = torch.bfloat16 if self.device == "cuda" else torch.float32
         t0 = time.perf_counter()
+        kw_loaded = model is None
         if model is None:
             emit(Event("load", message=f"loading {self.name} with transformers on {self.device}"))
             kw = {"gguf_file": gguf_file} if gguf_file else {}
@@ -96,13 +99,25 @@ class HFGenerator:
             except (OSError, ValueError) as e:
                 raise GenerationError(f"transformers could not load {path}: {e}") from e
             model = model.to(self.device)
+        owned = kw_loaded
         if adapter:
             from peft import PeftModel
 
             model = PeftModel.from_pretrained(model, adapter)
+        self.static_cache = static_cache and self.device == "cuda"
+        if adapter and owned and self.static_cache and fused:
+            model = model.merge_and_unload()  # our own copy: fold the adapter in for speed
         self.model = model.eval()
         self.tokenizer = tokenizer
-        self.static_cache = static_cache and self.device == "cuda"
+        self.decoder = None
+        if self.static_cache and fused:
+            from ..fast_decode import LlamaDecoder, unsupported
+
+            why = unsupported(self.model)
+            if why is None:
+                self.decoder = LlamaDecoder(self.model)
+            else:
+                emit(Event("load", message=f"fast decoder off ({why}): transformers' static cache"))
         # transformers 5.2x renamed the cache argument of forward; take whichever this one has.
         import inspect
 
@@ -222,6 +237,9 @@ class HFGenerator:
 
     def _token_steps(self, prompt: Any, max_new: int, params: GenerationParams):
         """Yield the next token of every row, one step at a time."""
+        if self.decoder is not None:
+            yield from self.decoder.steps(prompt, max_new, params.temperature, params.top_p)
+            return
         if self.static_cache:
             yield from self._static_steps(prompt, max_new, params)
             return

@@ -1,0 +1,91 @@
+"""The fused Llama decoder gives transformers' own results; its Triton attention kernel
+(run in Triton's interpreter here) matches plain attention over the live cache slots."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from autotriton_jupyter.model.backends.hf import HFGenerator
+from autotriton_jupyter.model.bench import TINY_SHAPE, random_llama
+from autotriton_jupyter.model.fast_decode import LlamaDecoder, unsupported
+from autotriton_jupyter.model.generator import GenerationParams
+
+
+@pytest.fixture()
+def model():
+    torch.manual_seed(0)
+    return random_llama(TINY_SHAPE, "cpu")
+
+
+def test_prefill_logits_equal_transformers_and_fusing_keeps_the_model_intact(model):
+    prompt = torch.randint(3, TINY_SHAPE["vocab_size"], (2, 24))
+    with torch.inference_mode():
+        before = model(input_ids=prompt).logits[:, -1]
+        decoder = LlamaDecoder(model)
+        decoder._ensure_cache(2, 24)
+        fused = decoder.forward(prompt, torch.arange(24))
+        after = model(input_ids=prompt).logits[:, -1]
+    assert torch.allclose(fused, before, atol=1e-5, rtol=1e-5)
+    assert torch.equal(after, before)  # transformers' forward still works on the views
+    qkv = decoder.layers[0]["qkv"]
+    assert model.model.layers[0].self_attn.k_proj.weight.data_ptr() != qkv.data_ptr()
+    assert model.model.layers[0].self_attn.q_proj.weight.data_ptr() == qkv.data_ptr()
+
+
+def test_greedy_tokens_equal_transformers_plain_decoding(model):
+    prompt = torch.randint(3, TINY_SHAPE["vocab_size"], (3, 17))
+    params = GenerationParams(max_tokens=25, temperature=0.0)
+    plain = HFGenerator("r", model=model, tokenizer=None, device="cpu", static_cache=False)
+    with torch.inference_mode():
+        expected = [t.tolist() for t in plain._token_steps(prompt, 25, params)]
+        decoder = LlamaDecoder(model)
+        got = [t.tolist() for t in decoder.steps(prompt, 25, 0.0, 1.0)]
+        # a second answer reuses the cache (stale slots from the first must not leak in)
+        again = [t.tolist() for t in decoder.steps(prompt, 25, 0.0, 1.0)]
+    assert got == expected and again == expected
+    assert decoder.cache[0][0].shape[2] == 1024  # rounded up to the bucket
+
+
+def test_models_it_cannot_run_are_named_with_the_reason():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    gpt2 = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64))
+    assert unsupported(gpt2) == "not a Llama-architecture model"
+    with pytest.raises(ValueError, match="cannot run this model"):
+        LlamaDecoder(gpt2)
+    biased = random_llama({**TINY_SHAPE, "attention_bias": True}, "cpu")
+    assert unsupported(biased) == "projection biases"
+
+
+def test_decode_attention_kernel_in_the_triton_interpreter():
+    script = textwrap.dedent(
+        """
+        import torch
+        from autotriton_jupyter.model.decode_attention import decode_attention, reference_attention
+        torch.manual_seed(0)
+        worst = 0.0
+        for b, h, kv, length, d, pos in [(2, 8, 2, 600, 32, 0), (2, 8, 2, 600, 32, 255),
+                                         (2, 8, 2, 600, 32, 256), (1, 4, 4, 300, 16, 299),
+                                         (3, 8, 2, 1024, 32, 700)]:
+            q = torch.randn(b, h, d); k = torch.randn(b, kv, length, d)
+            v = torch.randn(b, kv, length, d)
+            # garbage past pos must not matter
+            k[:, :, pos + 1:] = 1e4; v[:, :, pos + 1:] = float('nan')
+            got = decode_attention(q, k, v, torch.tensor([pos]), d ** -0.5)
+            want = reference_attention(q, k, v, pos, d ** -0.5)
+            worst = max(worst, (got - want).abs().max().item())
+        print(worst)
+        """
+    )
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert float(out.stdout.strip().splitlines()[-1]) < 1e-5
