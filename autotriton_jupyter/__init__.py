@@ -19,3 +19,20 @@ def load_ipython_extension(ipython) -> None:
     from .magic import AutotritonMagics
 
     ipython.register_magics(AutotritonMagics)
+
+
+def kernel_state() -> str:
+    """The kernel's state for the JupyterLab panel, a JSON string (see magic.kernel_state)."""
+    from .magic import kernel_state as _state
+
+    return _state()
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """jupyter_server finds the REST handlers of the side panel here."""
+    return [{"module": "autotriton_jupyter.server"}]
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """JupyterLab finds the built side panel (autotriton_jupyter/labextension) here."""
+    return [{"src": "labextension", "dest": "autotriton-jupyter"}]

