@@ -45,18 +45,23 @@ def main() -> None:
         k = torch.randn(batch, 8, length, 128, device="cuda", dtype=torch.bfloat16)
         v = torch.randn_like(k)
         p = torch.tensor([pos], device="cuda")
-        for chunk, block, warps in itertools.product(
-            (32, 64, 128, 256), (16, 32, 64), (1, 2, 4, 8)
-        ):
-            if block > chunk:
-                continue
+        configs = [("vec", c, b, w) for c, b, w in [(32, 16, 1), (64, 16, 1), (128, 16, 1)]]
+        configs += [
+            ("dot", c, b, w)
+            for c, b, w in itertools.product((32, 64, 128, 256), (16, 32, 64), (1, 2, 4))
+            if b <= c
+        ]
+        for kind, chunk, block, warps in configs:
             us = time_us(
-                functools.partial(decode_attention, q, k, v, p, 128**-0.5, chunk, block, warps)
+                functools.partial(
+                    decode_attention, q, k, v, p, 128**-0.5, chunk, block, warps, kind
+                )
             )
             rows.append(
                 {
                     "batch": batch,
                     "pos": pos,
+                    "kind": kind,
                     "chunk": chunk,
                     "block": block,
                     "warps": warps,
@@ -66,13 +71,16 @@ def main() -> None:
     # the best config by total time over the four cases
     score: dict[tuple, float] = {}
     for r in rows:
-        key = (r["chunk"], r["block"], r["warps"])
+        key = (r["kind"], r["chunk"], r["block"], r["warps"])
         score[key] = score.get(key, 0.0) + r["us"]
     best = min(score, key=score.get)
     for key in sorted(score, key=score.get)[:8]:
-        cases = [f"{r['us']:.1f}" for r in rows if (r["chunk"], r["block"], r["warps"]) == key]
+        cases = [
+            f"{r['us']:.1f}" for r in rows if (r["kind"], r["chunk"], r["block"], r["warps"]) == key
+        ]
         print(
-            f"chunk {key[0]:>3} block {key[1]:>2} warps {key[2]}: us per call {' / '.join(cases)}"
+            f"{key[0]} chunk {key[1]:>3} block {key[2]:>2} warps {key[3]}: "
+            f"us per call {' / '.join(cases)}"
         )
     json.dump(
         {"rows": rows, "best": best}, sys.stdout if len(sys.argv) < 2 else open(sys.argv[1], "w")

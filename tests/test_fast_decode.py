@@ -70,16 +70,19 @@ def test_decode_attention_kernel_in_the_triton_interpreter():
         from autotriton_jupyter.model.decode_attention import decode_attention, reference_attention
         torch.manual_seed(0)
         worst = 0.0
-        for b, h, kv, length, d, pos in [(2, 8, 2, 600, 32, 0), (2, 8, 2, 600, 32, 255),
-                                         (2, 8, 2, 600, 32, 256), (1, 4, 4, 300, 16, 299),
-                                         (3, 8, 2, 1024, 32, 700)]:
-            q = torch.randn(b, h, d); k = torch.randn(b, kv, length, d)
-            v = torch.randn(b, kv, length, d)
-            # garbage past pos must not matter
-            k[:, :, pos + 1:] = 1e4; v[:, :, pos + 1:] = float('nan')
-            got = decode_attention(q, k, v, torch.tensor([pos]), d ** -0.5)
-            want = reference_attention(q, k, v, pos, d ** -0.5)
-            worst = max(worst, (got - want).abs().max().item())
+        # (the interpreter's bf16 tl.dot is wrong, so bf16 is checked on the GPU only)
+        for kind, dtype in [("vec", torch.float32), ("dot", torch.float32), ("dot", torch.float16)]:
+            for b, h, kv, length, d, pos in [(2, 8, 2, 600, 32, 0), (2, 8, 2, 600, 32, 255),
+                                             (2, 8, 2, 600, 32, 256), (1, 4, 4, 300, 16, 299),
+                                             (3, 8, 2, 1024, 32, 700)]:
+                q = torch.randn(b, h, d, dtype=dtype); k = torch.randn(b, kv, length, d, dtype=dtype)
+                v = torch.randn(b, kv, length, d, dtype=dtype)
+                # garbage past pos must not matter
+                k[:, :, pos + 1:] = 1e4; v[:, :, pos + 1:] = float('nan')
+                got = decode_attention(q, k, v, torch.tensor([pos]), d ** -0.5, 64, 32, 4, kind)
+                want = reference_attention(q, k, v, pos, d ** -0.5)
+                err = (got.float() - want.float()).abs().max().item()
+                worst = max(worst, err / (1e-5 if dtype == torch.float32 else 2e-3))
         print(worst)
         """
     )
@@ -88,4 +91,4 @@ def test_decode_attention_kernel_in_the_triton_interpreter():
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    assert float(out.stdout.strip().splitlines()[-1]) < 1e-5
+    assert float(out.stdout.strip().splitlines()[-1]) < 1.0  # errors relative to each tolerance

@@ -17,18 +17,22 @@ import triton
 import triton.language as tl
 
 
-def _tuning() -> tuple[int, int, int]:
-    """(keys per program, keys per inner step, warps); AUTOTRITON_DECODE_ATTENTION="64,32,4"
-    overrides them (scripts/bench_decode_attention.py measures the choices)."""
+def _tuning() -> tuple[str, int, int, int]:
+    """(kernel, keys per program, keys per inner step, warps). The kernel is "dot" (tensor
+    cores, the query heads of a KV head padded to 16 rows) or "vec" (CUDA cores).
+    AUTOTRITON_DECODE_ATTENTION="dot,64,32,4" overrides them
+    (scripts/bench_decode_attention.py measures the choices)."""
     raw = os.environ.get("AUTOTRITON_DECODE_ATTENTION", "")
     try:
-        chunk, block, warps = (int(x) for x in raw.split(","))
-        return chunk, block, warps
+        kind, chunk, block, warps = raw.split(",")
+        if kind in ("dot", "vec"):
+            return kind, int(chunk), int(block), int(warps)
     except ValueError:
-        return 64, 16, 1  # measured best on the H200 (docs/benchmarks.md)
+        pass
+    return "dot", 256, 64, 4  # measured best on the H200 (docs/benchmarks.md)
 
 
-CHUNK, BLOCK_N, WARPS = _tuning()
+KIND, CHUNK, BLOCK_N, WARPS = _tuning()
 
 
 @triton.jit
@@ -88,6 +92,72 @@ def _partial_kernel(
     tl.store(acc_ptr + row[:, None] * HEAD_DIM + d[None, :], acc)
 
 
+@triton.jit
+def _partial_dot_kernel(
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    pos_ptr,
+    acc_ptr,
+    max_ptr,
+    sum_ptr,
+    stride_qb,
+    stride_qh,
+    stride_kb,
+    stride_kh,
+    stride_kl,
+    stride_vb,
+    stride_vh,
+    stride_vl,
+    n_heads,
+    n_splits,
+    GROUP: tl.constexpr,
+    ROWS: tl.constexpr,  # GROUP padded to at least 16, the smallest tl.dot tile
+    HEAD_DIM: tl.constexpr,
+    CHUNK_N: tl.constexpr,
+    BLOCK: tl.constexpr,
+    PRECISION: tl.constexpr,
+):
+    """The same as _partial_kernel, with both products on tensor cores."""
+    b = tl.program_id(0)
+    kvh = tl.program_id(1)
+    split = tl.program_id(2)
+    live = tl.load(pos_ptr) + 1
+    start = split * CHUNK_N
+    stop = tl.minimum(start + CHUNK_N, live)
+    r = tl.arange(0, ROWS)
+    real = r < GROUP
+    heads = kvh * GROUP + r
+    d = tl.arange(0, HEAD_DIM)
+    q = tl.load(
+        q_ptr + b * stride_qb + heads[:, None] * stride_qh + d[None, :],
+        mask=real[:, None],
+        other=0.0,
+    ).to(k_ptr.dtype.element_ty)
+    m = tl.full([ROWS], -1.0e30, tl.float32)
+    den = tl.zeros([ROWS], tl.float32)
+    acc = tl.zeros([ROWS, HEAD_DIM], tl.float32)
+    k_base = k_ptr + b * stride_kb + kvh * stride_kh
+    v_base = v_ptr + b * stride_vb + kvh * stride_vh
+    for n0 in range(start, stop, BLOCK):
+        n = n0 + tl.arange(0, BLOCK)
+        ok = n < stop
+        k = tl.load(k_base + n[:, None] * stride_kl + d[None, :], mask=ok[:, None], other=0.0)
+        v = tl.load(v_base + n[:, None] * stride_vl + d[None, :], mask=ok[:, None], other=0.0)
+        s = tl.dot(q, tl.trans(k), input_precision=PRECISION)
+        s = tl.where(ok[None, :], s, -1.0e30)
+        m_new = tl.maximum(m, tl.max(s, axis=1))
+        p = tl.where(ok[None, :], tl.exp(s - m_new[:, None]), 0.0)
+        alpha = tl.exp(m - m_new)
+        den = den * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION)
+        m = m_new
+    row = (b * n_heads + heads) * n_splits + split
+    tl.store(max_ptr + row, m, mask=real)
+    tl.store(sum_ptr + row, den, mask=real)
+    tl.store(acc_ptr + row[:, None] * HEAD_DIM + d[None, :], acc, mask=real[:, None])
+
+
 def decode_attention(
     q: Any,
     k_cache: Any,
@@ -97,6 +167,7 @@ def decode_attention(
     chunk: int | None = None,
     block: int | None = None,
     warps: int | None = None,
+    kind: str | None = None,
 ) -> Any:
     """softmax(q·k/√d)·v over cache slots 0..pos for each query head.
 
@@ -110,6 +181,7 @@ def decode_attention(
     kv, length = k_cache.shape[1], k_cache.shape[2]
     group = h // kv
     chunk, block, warps = chunk or CHUNK, block or BLOCK_N, warps or WARPS
+    kind = kind or KIND
     splits = triton.cdiv(length, chunk)
     acc = torch.empty((b, h, splits, d), device=q.device, dtype=torch.float32)
     mx = torch.empty((b, h, splits), device=q.device, dtype=torch.float32)
@@ -117,7 +189,7 @@ def decode_attention(
     # The scale goes into q here: a Python float reaching the kernel through torch.compile
     # arrives as float64 and would turn the running maximum into float64.
     q = (q.float() * scale).contiguous()
-    _partial_kernel[(b, kv, splits)](
+    args = (
         q,
         k_cache,
         v_cache,
@@ -135,12 +207,27 @@ def decode_attention(
         v_cache.stride(2),
         h,
         splits,
-        GROUP=group,
-        HEAD_DIM=d,
-        CHUNK_N=chunk,
-        BLOCK=min(block, chunk),
-        num_warps=warps,
     )
+    if kind == "dot":
+        _partial_dot_kernel[(b, kv, splits)](
+            *args,
+            GROUP=group,
+            ROWS=max(16, group),
+            HEAD_DIM=d,
+            CHUNK_N=chunk,
+            BLOCK=max(16, min(block, chunk)),
+            PRECISION="ieee" if k_cache.dtype == torch.float32 else "tf32",
+            num_warps=warps,
+        )
+    else:
+        _partial_kernel[(b, kv, splits)](
+            *args,
+            GROUP=group,
+            HEAD_DIM=d,
+            CHUNK_N=chunk,
+            BLOCK=min(block, chunk),
+            num_warps=warps,
+        )
     # Combine the chunks: rescale each to the global max (empty chunks weigh 0).
     top = mx.amax(dim=-1, keepdim=True)
     w = torch.exp(mx - top) * (den > 0)

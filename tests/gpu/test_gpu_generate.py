@@ -77,8 +77,9 @@ def test_decode_attention_kernel_matches_reference_in_bf16():
     q = torch.randn(b, h, d, device="cuda", dtype=torch.bfloat16)
     k = torch.randn(b, kv, length, d, device="cuda", dtype=torch.bfloat16)
     v = torch.randn(b, kv, length, d, device="cuda", dtype=torch.bfloat16)
-    for pos in (0, 1, 255, 256, 1000, length - 1):
-        p = torch.tensor([pos], device="cuda")
-        got = decode_attention(q, k, v, p, d**-0.5).float()
-        want = reference_attention(q, k, v, pos, d**-0.5).float()
-        assert (got - want).abs().max().item() < 2e-2, pos
+    for kind in ("vec", "dot"):
+        for pos in (0, 1, 255, 256, 1000, length - 1):
+            p = torch.tensor([pos], device="cuda")
+            got = decode_attention(q, k, v, p, d**-0.5, kind=kind).float()
+            want = reference_attention(q, k, v, pos, d**-0.5).float()
+            assert (got - want).abs().max().item() < 2e-2, (kind, pos)
