@@ -283,25 +283,37 @@ def use_adapter(name: str) -> None:
     (adapters_dir() / "preferred").write_text(name)
 
 
-def adapter_for(base_fingerprint_value: str, name: str = "") -> AdapterInfo | None:
-    """The named adapter (checked against the base), else the preferred or newest one for this base."""
+def adapter_for(
+    base_fingerprint_value: str, name: str = "", base_name: str = ""
+) -> AdapterInfo | None:
+    """The named adapter (checked against the base), else the preferred or newest one for this base.
+
+    `base_name` also accepts adapters trained on a model of that name: the llama.cpp
+    backend passes it so that `autotriton` as a GGUF takes adapters trained on its
+    transformers weights (the GGUF export checks every shape against the file)."""
     infos = list_adapters()
+
+    def fits(a: AdapterInfo) -> bool:
+        return a.base_fingerprint == base_fingerprint_value or bool(
+            base_name and a.base == base_name
+        )
+
     preferred = adapters_dir() / "preferred"
     if not name and preferred.exists():
         chosen = next((a for a in infos if a.name == preferred.read_text().strip()), None)
-        if chosen is not None and chosen.base_fingerprint == base_fingerprint_value:
+        if chosen is not None and fits(chosen):
             return chosen
     if name:
         match = next((a for a in infos if a.name == name), None)
         if match is None:
             raise GenerationError(f"No adapter named {name!r} (see `autotriton adapters list`).")
-        if match.base_fingerprint != base_fingerprint_value:
+        if not fits(match):
             raise GenerationError(
                 f"The adapter {name!r} was trained on another base model "
                 f"({match.base}); it cannot be used with this one."
             )
         return match
-    return next((a for a in infos if a.base_fingerprint == base_fingerprint_value), None)
+    return next((a for a in infos if fits(a)), None)
 
 
 def remove_adapter(name: str) -> None:

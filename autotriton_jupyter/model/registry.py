@@ -210,14 +210,20 @@ def load(name: str, options: ModelOptions, on_event: Any = None) -> Any:
 
 
 def _adapter_path(spec: ModelSpec, options: ModelOptions) -> str | None:
-    """The LoRA adapter the transformers backend should use for this base, if any."""
-    if spec.backend != "hf" or options.adapter == "none":
+    """The LoRA adapter (a peft folder) the transformers or llama.cpp backend should use, if any."""
+    if spec.backend not in ("hf", "llamacpp") or options.adapter == "none":
         return None
     from .finetune import adapter_for, base_fingerprint
 
     if not options.adapter and not _any_adapters():
         return None
-    info = adapter_for(base_fingerprint(spec.path, spec.gguf_file or None), options.adapter)
+    if spec.backend == "llamacpp":  # the GGUF file itself is the base
+        gguf = Path(spec.path)
+        info = adapter_for(
+            base_fingerprint(str(gguf.parent), gguf.name), options.adapter, base_name=spec.name
+        )
+    else:
+        info = adapter_for(base_fingerprint(spec.path, spec.gguf_file or None), options.adapter)
     return info.path if info else None
 
 
@@ -234,12 +240,18 @@ def _build(
     if spec.backend == "llamacpp":
         from .backends.llamacpp import LlamaCppGenerator
 
+        lora = None
+        if adapter:  # llama.cpp reads adapters as GGUF: written once, kept in the adapter folder
+            from .gguf_lora import cached_export
+
+            lora = str(cached_export(adapter, spec.path))
         return LlamaCppGenerator(
             spec.path,
             n_ctx=options.n_ctx,
             n_gpu_layers=options.n_gpu_layers,
             on_event=on_event,
-            name=spec.name,
+            name=f"{spec.name}+{Path(adapter).name}" if adapter else spec.name,
+            lora_path=lora,
         )
     if spec.backend == "replay":
         from .backends.replay import ReplayGenerator

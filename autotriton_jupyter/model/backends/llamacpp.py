@@ -72,6 +72,12 @@ class LlamaCppGenerator:
                 verbose=False,
             )
         except (ValueError, RuntimeError) as e:
+            if lora_path and "LoRA" in str(e):
+                raise GenerationError(
+                    f"llama.cpp could not apply the adapter {lora_path} to {p.name} ({e}); "
+                    "it may be for another base model. Set adapter to none in settings "
+                    "to run without it."
+                ) from e
             raise GenerationError(
                 f"llama.cpp could not load {p} ({e}); the file may be corrupt "
                 "or of an architecture this llama.cpp build does not know."
