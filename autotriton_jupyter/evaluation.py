@@ -5,6 +5,10 @@ either on candidates the model generates now or on pre-generated candidate files
 (`--candidates DIR`: DIR/<task>/*.py or DIR/<task>.py). Each judged candidate is one
 JSON line in OUT/results.jsonl, appended as soon as it is known, so a killed run
 resumes where it stopped (`--resume`). One failing task never stops the run.
+
+Timings of calls that take under about 0.1 ms are host launch time (Python and the
+driver), which shifts between processes; such results are marked launch-bound and the
+summary gives fast_p and the geomean both over all tasks and without those tasks.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from .task import Candidate, Task, TaskError
 from .verify import Verifier, VerifyOptions
 
 THRESHOLDS = (1.0, 1.2, 2.0)
+LAUNCH_BOUND_MS = 0.1
 
 
 @dataclass
@@ -36,6 +41,7 @@ class EvalOptions:
     n: int = 4
     rounds: int = 0
     resume: bool = False
+    launch_bound_ms: float = LAUNCH_BOUND_MS
     params: GenerationParams = field(default_factory=GenerationParams)
     verify: VerifyOptions = field(default_factory=VerifyOptions)
 
@@ -117,9 +123,10 @@ def run_eval(
                 )
             skipped += sum(1 for k in done if k[0] == name)
             for r in new:
+                r = _with_timing_marks(r, options.launch_bound_ms)
                 _append(results, r)
                 records.append(r)
-    summary = summarize(records)
+    summary = summarize(records, options.launch_bound_ms)
     summary["skipped_as_done"] = skipped
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     (out / "summary.md").write_text(render_markdown(summary))
@@ -171,6 +178,35 @@ def _judge_task(
     ]
 
 
+def launch_bound(
+    report: dict[str, Any] | None, threshold_ms: float = LAUNCH_BOUND_MS
+) -> bool | None:
+    """Whether eager or candidate time is under the threshold (None when not timed)."""
+    t = (report or {}).get("timing") or {}
+    times = [t[k] for k in ("eager_ms", "candidate_ms") if t.get(k) is not None]
+    return min(times) < threshold_ms if times else None
+
+
+def timing_spread(report: dict[str, Any] | None) -> float | None:
+    """The interquartile range of the candidate's timed calls over their median, or None."""
+    t = (report or {}).get("timing") or {}
+    q1, q3, median = t.get("candidate_q1_ms"), t.get("candidate_q3_ms"), t.get("candidate_ms")
+    if q1 is None or q3 is None or not median:
+        return None  # not timed, or timed by a version that kept no quartiles
+    return (q3 - q1) / median
+
+
+def _with_timing_marks(record: dict[str, Any], threshold_ms: float) -> dict[str, Any]:
+    """The record with launch_bound and timing_spread, placed before the long report."""
+    report = record.get("report")
+    marked = {k: v for k, v in record.items() if k != "report"}
+    marked["launch_bound"] = launch_bound(report, threshold_ms)
+    marked["timing_spread"] = timing_spread(report)
+    if "report" in record:
+        marked["report"] = report
+    return marked
+
+
 def pass_at_k(n: int, c: int, k: int) -> float:
     """The unbiased pass@k estimator: 1 - C(n-c, k) / C(n, k)."""
     if n - c < k:
@@ -185,8 +221,34 @@ def _passed(report: dict[str, Any] | None, check: str) -> bool:
     return status.get(check) == "pass"
 
 
-def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Counts, pass@k, fast_p and the geometric-mean speedup from the JSON lines."""
+def _fast_and_geomean(
+    best: dict[str, dict[str, Any]], n_tasks: int, timed: bool
+) -> dict[str, float | None]:
+    """fast_p (share of n_tasks beating each threshold) and the geomean vs eager."""
+    out: dict[str, float | None] = {}
+    for base in ("eager", "compile"):
+        for p in THRESHOLDS:
+            out[f"fast_{p:g}_vs_{base}"] = (
+                sum(1 for b in best.values() if (b[f"speedup_vs_{base}"] or 0) > p)
+                / max(1, n_tasks)
+                if timed
+                else None
+            )
+    speedups = [b["speedup_vs_eager"] for b in best.values() if b["speedup_vs_eager"]]
+    out["geomean_speedup_vs_eager"] = (
+        math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None
+    )
+    return out
+
+
+def summarize(
+    records: list[dict[str, Any]], launch_bound_ms: float = LAUNCH_BOUND_MS
+) -> dict[str, Any]:
+    """Counts, pass@k, fast_p and the geometric-mean speedup from the JSON lines.
+
+    fast_p and the geomean are given over all tasks (as KernelBench does) and again under
+    `excluding_launch_bound`, without the tasks whose best timing is launch-bound.
+    """
     tasks: dict[str, list[dict[str, Any]]] = {}
     errors = {}
     for r in records:
@@ -195,8 +257,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
             continue
         tasks.setdefault(r["task"], []).append(r.get("report") or {})
     cheats: Counter[str] = Counter()
-    compiled = ran = correct = total = 0
-    best: dict[str, dict[str, float | None]] = {}
+    compiled = ran = correct = total = launch_bound_candidates = 0
+    best: dict[str, dict[str, Any]] = {}
     per_task = {}
     for name, reports in sorted(tasks.items()):
         n = len(reports)
@@ -205,6 +267,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         correct += c
         compiled += sum(1 for r in reports if _passed(r, "load"))
         ran += sum(1 for r in reports if _passed(r, "runs"))
+        launch_bound_candidates += sum(1 for r in reports if launch_bound(r, launch_bound_ms))
         for r in reports:
             for reason in r.get("reasons", []):
                 cheats[reason["check"]] += 1
@@ -213,7 +276,21 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
             key: max((t.get(key) or 0.0 for t in timings), default=0.0) or None
             for key in ("speedup_vs_eager", "speedup_vs_compile")
         }
-        per_task[name] = {"candidates": n, "correct": c, **best[name]}
+        # The task is judged by the candidate that gives its best speedup vs eager.
+        top = max(
+            (r for r in reports if r.get("verdict") == "pass" and r.get("timing")),
+            key=lambda r: r["timing"].get("speedup_vs_eager") or 0.0,
+            default=None,
+        )
+        per_task[name] = {
+            "candidates": n,
+            "correct": c,
+            **best[name],
+            "eager_ms": top["timing"].get("eager_ms") if top else None,
+            "candidate_ms": top["timing"].get("candidate_ms") if top else None,
+            "timing_spread": timing_spread(top),
+            "launch_bound": launch_bound(top, launch_bound_ms),
+        }
     ns = [len(v) for v in tasks.values()]
     k_max = min(ns) if ns else 0
     ks = sorted({1, k_max} - {0})
@@ -225,17 +302,9 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         ) / max(1, len(tasks))
 
     timed = any(b["speedup_vs_eager"] for b in best.values())
-    fast = {}
-    for base in ("eager", "compile"):
-        for p in THRESHOLDS:
-            fast[f"fast_{p:g}_vs_{base}"] = (
-                sum(1 for b in best.values() if (b[f"speedup_vs_{base}"] or 0) > p)
-                / max(1, len(tasks))
-                if timed
-                else None
-            )
-    speedups = [b["speedup_vs_eager"] for b in best.values() if b["speedup_vs_eager"]]
-    geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None
+    bound = [name for name, t in per_task.items() if t["launch_bound"]]
+    # Tasks with no timed correct candidate stay in, counted as misses as in fast_p.
+    kept = {name: b for name, b in best.items() if name not in bound}
     return {
         "tasks": len(tasks) + len(errors),
         "task_errors": errors,
@@ -245,11 +314,36 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "correct": correct,
         "tasks_with_a_correct_candidate": sum(1 for v in per_task.values() if v["correct"]),
         "pass_at_k": {str(k): round(pass_k(k), 4) for k in ks},
-        **fast,
-        "geomean_speedup_vs_eager": geo,
+        **_fast_and_geomean(best, len(tasks), timed),
+        "launch_bound_ms": launch_bound_ms,
+        "timed_tasks": sum(1 for t in per_task.values() if t["launch_bound"] is not None),
+        "launch_bound_tasks": bound,
+        "launch_bound_candidates": launch_bound_candidates,
+        "excluding_launch_bound": {
+            "tasks": len(kept),
+            **_fast_and_geomean(kept, len(kept), timed and bool(kept)),
+        },
         "failed_checks": dict(cheats.most_common()),
         "per_task": per_task,
     }
+
+
+def launch_bound_note(s: dict[str, Any]) -> str:
+    """One plain paragraph on which tasks are launch-bound and what that means; "" if none was timed."""
+    if not s.get("timed_tasks"):
+        return ""
+    limit = f"{s['launch_bound_ms']:g} ms per call"
+    if not s["launch_bound_tasks"]:
+        return (
+            f"No timed task is launch-bound: eager and candidate calls all take at least {limit}."
+        )
+    return (
+        f"Launch-bound (eager or candidate time under {limit}): "
+        f"{', '.join(s['launch_bound_tasks'])}. Their speedups measure host launch overhead "
+        "(Python and the driver), not GPU work, and vary between runs; the measures marked "
+        "'excluding launch-bound' leave these tasks out. Spread is the interquartile range "
+        "of the best candidate's timed calls over their median, within this run only."
+    )
 
 
 def render_markdown(s: dict[str, Any]) -> str:
@@ -259,6 +353,10 @@ def render_markdown(s: dict[str, Any]) -> str:
         if v is None:
             return "not measured"
         return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+    def measures(prefix: str, figures: dict[str, Any]) -> list[str]:
+        keys = [k for k in figures if k.startswith("fast_")] + ["geomean_speedup_vs_eager"]
+        return [f"| {k.replace('_', ' ')}{prefix} | {fmt(figures[k])} |" for k in keys]
 
     lines = ["# autotriton eval", "", "| measure | value |", "|---|---|"]
     for key in (
@@ -272,20 +370,34 @@ def render_markdown(s: dict[str, Any]) -> str:
         lines.append(f"| {key.replace('_', ' ')} | {s[key]} |")
     for k, v in s["pass_at_k"].items():
         lines.append(f"| pass@{k} | {v:.3f} |")
-    for key in [k for k in s if k.startswith("fast_")] + ["geomean_speedup_vs_eager"]:
-        lines.append(f"| {key.replace('_', ' ')} | {fmt(s[key])} |")
+    lines += measures("", s)
+    lines.append(
+        f"| launch-bound tasks (under {s['launch_bound_ms']:g} ms) | "
+        f"{len(s['launch_bound_tasks'])} of {s['timed_tasks']} timed |"
+    )
+    lines.append(f"| launch-bound candidates | {s['launch_bound_candidates']} |")
+    excluded = s["excluding_launch_bound"]
+    lines.append(f"| tasks, excluding launch-bound | {excluded['tasks']} |")
+    lines += measures(", excluding launch-bound", excluded)
+    note = launch_bound_note(s)
+    lines += ["", note] if note else []
     lines += [
         "",
-        "| task | candidates | correct | best vs eager | best vs compile |",
-        "|---|---|---|---|---|",
+        "| task | candidates | correct | best vs eager | best vs compile | eager ms | spread "
+        "| launch-bound |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, t in s["per_task"].items():
+        spread = "-" if t["timing_spread"] is None else f"{t['timing_spread']:.0%}"
+        bound = {True: "yes", False: "no", None: "-"}[t["launch_bound"]]
+        eager = "-" if t["eager_ms"] is None else f"{t['eager_ms']:.3f}"
         lines.append(
             f"| {name} | {t['candidates']} | {t['correct']} | "
-            f"{fmt(t['speedup_vs_eager'])} | {fmt(t['speedup_vs_compile'])} |"
+            f"{fmt(t['speedup_vs_eager'])} | {fmt(t['speedup_vs_compile'])} | "
+            f"{eager} | {spread} | {bound} |"
         )
     for name, err in s["task_errors"].items():
-        lines.append(f"| {name} | task error: {err} | | | |")
+        lines.append(f"| {name} | task error: {err} | | | | | | |")
     lines += ["", "Checks that failed (how many candidates):", ""]
     lines += [f"- {k}: {v}" for k, v in s["failed_checks"].items()] or ["- none"]
     return "\n".join(lines) + "\n"
@@ -314,12 +426,14 @@ def _bars(title: str, items: list[tuple[str, float]]) -> str:
 def render_html(s: dict[str, Any]) -> str:
     """The summary as a standalone HTML page with plots."""
     speed = [
-        (name, round(t["speedup_vs_eager"], 3))
+        (name + (" (launch-bound)" if t["launch_bound"] else ""), round(t["speedup_vs_eager"], 3))
         for name, t in s["per_task"].items()
         if t["speedup_vs_eager"]
     ]
     checks = list(s["failed_checks"].items())
-    body = "<pre>" + html.escape(render_markdown(s)) + "</pre>"
+    note = launch_bound_note(s)
+    body = f"<p><strong>{html.escape(note)}</strong></p>" if note else ""
+    body += "<pre>" + html.escape(render_markdown(s)) + "</pre>"
     body += _bars("best speedup vs eager, per task (correct candidates only)", speed)
     body += _bars("failed checks, by candidate count", [(k, float(v)) for k, v in checks])
     return f"<!doctype html><meta charset='utf-8'><title>autotriton eval</title><body>{body}</body>"

@@ -1,13 +1,27 @@
 #!/usr/bin/env bash
 # On a GPU machine, from a source checkout (no install needed): the GPU tests and every
 # benchmark whose figures are in docs/benchmarks.md, written into OUTDIR.
-#   bash scripts/gpu_check.sh OUTDIR [generate|verify|rest|all]
-# generate: decode fast-path tests + the 8B-shape decode benchmark (about 6 minutes)
-# rest:     GPU tests, verifier / pipeline / LoRA benchmarks, eval twice (about 8 minutes)
-# all:      both, then the CPU suite on this machine's software
+#   bash scripts/gpu_check.sh OUTDIR [SECTION,SECTION,...|generate|rest|all]
+# Sections (each bounded by timeouts; minutes on an H200):
+#   decode    8B-shape decode benchmark: greedy, sampled, and a batch-8 profile (about 5)
+#   gentests  decode fast-path tests (about 1)
+#   hfdecode  transformers' own StaticCache path, for comparison (about 2)
+#   tests     the verifier's GPU tests (about 3)
+#   finetune  LoRA training benchmark (about 1)
+#   pipeline  cell to result view with known candidates (about 1.5)
+#   eval      eval twice over examples/tasks and examples/gpu_tasks (about 4)
+#   verify    the verifier's own costs (about 1)
+#   cpu       the CPU suite on this machine's software (about 4)
+# generate = decode,gentests,hfdecode; rest = tests,finetune,pipeline,eval,verify;
+# all = both, then cpu.
 set -uo pipefail
-OUT=${1:?usage: scripts/gpu_check.sh OUTDIR [generate|rest|all]}
+OUT=${1:?usage: scripts/gpu_check.sh OUTDIR [SECTION,...|generate|rest|all]}
 WHAT=${2:-all}
+case "$WHAT" in
+    generate) WHAT=decode,gentests,hfdecode ;;
+    rest) WHAT=tests,finetune,pipeline,eval,verify ;;
+    all) WHAT=decode,gentests,hfdecode,tests,finetune,pipeline,eval,verify,cpu ;;
+esac
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -20,52 +34,81 @@ AT="$PY -m autotriton_jupyter"
 } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 show() { "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['text'])" "$1"; }
+want() { [[ ",$WHAT," == *",$1,"* ]]; }
 
-if [ "$WHAT" = generate ] || [ "$WHAT" = all ]; then
-    echo "== decode benchmark, 8B shape: fused decoder, cache sized for an 8k-token answer"
-    timeout 280 $AT bench generate --new-tokens 128 --budget-tokens 8192 --json \
-        > "$OUT/bench-generate-fused.json" 2> "$OUT/bench-generate-fused.log" && show "$OUT/bench-generate-fused.json"
-    tail -3 "$OUT/bench-generate-fused.log"
+if want decode; then
+    echo "== decode benchmark, 8B shape, fused decoder, cache sized for an 8k-token answer: greedy"
+    timeout 200 $AT bench generate --new-tokens 256 --budget-tokens 8192 --json \
+        > "$OUT/bench-generate-greedy.json" 2> "$OUT/bench-generate-greedy.log" \
+        && show "$OUT/bench-generate-greedy.json"
+    tail -2 "$OUT/bench-generate-greedy.log"
+    echo "== the same, sampled (temperature 0.6, top_p 0.95, the product's default), with a profile"
+    timeout 260 $AT bench generate --new-tokens 256 --budget-tokens 8192 --temperature 0.6 \
+        --profile --json > "$OUT/bench-generate-sampled.json" 2> "$OUT/bench-generate-sampled.log" \
+        && show "$OUT/bench-generate-sampled.json" \
+        && "$PY" -c "import json,sys; [print('-- batch', b, 'profile\n', t) for b, t in json.load(open(sys.argv[1]))['profiles'].items()]" "$OUT/bench-generate-sampled.json" | head -60
+    tail -2 "$OUT/bench-generate-sampled.log"
+fi
+
+if want gentests; then
     echo "== decode fast-path tests"
     timeout 150 "$PY" -m pytest tests/gpu/test_gpu_generate.py -v -p no:cacheprovider --timeout 140 2>&1 | tee "$OUT/gpu-generate-tests.log" | tail -8
+fi
+
+if want hfdecode; then
     echo "== decode benchmark, transformers' StaticCache path, same settings (for comparison)"
     timeout 130 $AT bench generate --decoder hf --batches 1 --new-tokens 128 --budget-tokens 8192 --json \
         > "$OUT/bench-generate-hf.json" 2> "$OUT/bench-generate-hf.log" && show "$OUT/bench-generate-hf.json"
-    [ "$WHAT" = generate ] && exit 0
 fi
 
-echo "== GPU tests"
-timeout 240 "$PY" -m pytest tests/gpu -v -p no:cacheprovider --timeout 200 --durations=10 \
-    --ignore=tests/gpu/test_gpu_generate.py 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
+if want tests; then
+    echo "== GPU tests"
+    timeout 240 "$PY" -m pytest tests/gpu -v -p no:cacheprovider --timeout 200 --durations=10 \
+        --ignore=tests/gpu/test_gpu_generate.py 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
+fi
 
-echo "== LoRA training benchmark, 8B shape"
-timeout 150 $AT bench finetune --json > "$OUT/bench-finetune.json" 2> "$OUT/bench-finetune.log" \
-    && show "$OUT/bench-finetune.json"
-tail -2 "$OUT/bench-finetune.log"
+if want finetune; then
+    echo "== LoRA training benchmark, 8B shape"
+    timeout 150 $AT bench finetune --json > "$OUT/bench-finetune.json" 2> "$OUT/bench-finetune.log" \
+        && show "$OUT/bench-finetune.json"
+    tail -2 "$OUT/bench-finetune.log"
+fi
 
-echo "== pipeline: cell to result view, known candidates replayed"
-timeout 120 $AT bench pipeline examples/gpu_tasks/softmax_8192x4096.py examples/candidates/softmax \
-    -n 2 --repeats 3 --json > "$OUT/bench-pipeline.json" 2> "$OUT/bench-pipeline.log" \
-    && show "$OUT/bench-pipeline.json"
+if want pipeline; then
+    echo "== pipeline: cell to result view, known candidates replayed"
+    timeout 120 $AT bench pipeline examples/gpu_tasks/softmax.py examples/candidates/softmax \
+        -n 2 --repeats 3 --json > "$OUT/bench-pipeline.json" 2> "$OUT/bench-pipeline.log" \
+        && show "$OUT/bench-pipeline.json"
+fi
 
-echo "== eval over examples/tasks with the known candidates, twice"
-for i in 1 2; do
-    timeout 150 $AT eval examples/tasks --candidates examples/candidates --out "$OUT/eval$i" -q \
-        > "$OUT/eval$i.md" 2> "$OUT/eval$i.log"
-done
-cat "$OUT/eval1.md"; diff <(grep -v "^|.*x |" "$OUT/eval1.md") <(grep -v "^|.*x |" "$OUT/eval2.md") && echo "eval: same counts"
-
-echo "== verifier benchmark: 8 distinct candidates of a small task"
-VAR=$(mktemp -d)
-for w in 1 2 4 8; do
-    for s in 1 2; do
-        sed "s/BLOCK=triton.next_power_of_2(cols))/BLOCK=triton.next_power_of_2(cols), num_warps=$w, num_stages=$s)/" \
-            examples/candidates/softmax/rowwise.py > "$VAR/softmax_w${w}_s${s}.py"
+if want eval; then
+    # The same candidates on CPU-sized tasks (launch-bound on a GPU) and on GPU-sized ones.
+    for tasks in tasks gpu_tasks; do
+        echo "== eval over examples/$tasks with the known candidates, twice"
+        for i in 1 2; do
+            timeout 200 $AT eval "examples/$tasks" --candidates examples/candidates \
+                --out "$OUT/eval-$tasks-$i" -q > "$OUT/eval-$tasks-$i.md" 2> "$OUT/eval-$tasks-$i.log"
+        done
+        cat "$OUT/eval-$tasks-1.md"
+        "$PY" scripts/compare_evals.py "$OUT/eval-$tasks-1" "$OUT/eval-$tasks-2"
     done
-done
-timeout 90 $AT bench verify examples/tasks/softmax.py "$VAR"/*.py --json \
-    > "$OUT/bench-verify.json" 2> "$OUT/bench-verify.log" && show "$OUT/bench-verify.json"
+fi
 
-[ "$WHAT" = all ] || exit 0
-echo "== CPU suite (Triton interpreter) on this machine's Python/torch/triton"
-timeout 240 "$PY" -m pytest tests -q -p no:cacheprovider --ignore=tests/gpu --timeout 120 2>&1 | tail -25 | tee "$OUT/cpu-tests.log"
+if want verify; then
+    echo "== verifier benchmark: 8 distinct candidates of a small task"
+    VAR=$(mktemp -d)
+    for w in 1 2 4 8; do
+        for s in 1 2; do
+            sed "s/BLOCK=triton.next_power_of_2(cols))/BLOCK=triton.next_power_of_2(cols), num_warps=$w, num_stages=$s)/" \
+                examples/candidates/softmax/rowwise.py > "$VAR/softmax_w${w}_s${s}.py"
+        done
+    done
+    timeout 90 $AT bench verify examples/tasks/softmax.py "$VAR"/*.py --json \
+        > "$OUT/bench-verify.json" 2> "$OUT/bench-verify.log" && show "$OUT/bench-verify.json"
+fi
+
+if want cpu; then
+    echo "== CPU suite (Triton interpreter) on this machine's Python/torch/triton"
+    timeout 240 "$PY" -m pytest tests -q -p no:cacheprovider --ignore=tests/gpu --timeout 120 2>&1 | tail -25 | tee "$OUT/cpu-tests.log"
+fi
+exit 0

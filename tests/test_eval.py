@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from autotriton_jupyter.cli import main
-from autotriton_jupyter.evaluation import EvalOptions, pass_at_k, run_eval
+from autotriton_jupyter.evaluation import (
+    EvalOptions,
+    pass_at_k,
+    render_html,
+    render_markdown,
+    run_eval,
+    summarize,
+)
 from autotriton_jupyter.model.generator import GenerationParams
 from autotriton_jupyter.task import TaskError
 from autotriton_jupyter.verify import VerifyOptions
@@ -49,6 +56,17 @@ def test_known_candidates_give_exactly_the_expected_counts(full):
     assert s["fast_1_vs_eager"] is None and s["geomean_speedup_vs_eager"] is None  # no GPU
     assert "pass@1 | 0.400" in (out / "summary.md").read_text()
     assert "<svg" in (out / "report.html").read_text()
+
+
+def test_untimed_records_are_neither_launch_bound_nor_spread(full):
+    out, s = full
+    for line in (out / "results.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        assert r["launch_bound"] is None and r["timing_spread"] is None
+    assert (s["timed_tasks"], s["launch_bound_tasks"], s["launch_bound_candidates"]) == (0, [], 0)
+    assert all(t["launch_bound"] is None for t in s["per_task"].values())
+    assert s["excluding_launch_bound"]["fast_1_vs_eager"] is None
+    assert "Launch-bound (" not in (out / "summary.md").read_text()
 
 
 def test_resume_skips_finished_work_and_gives_the_same_numbers(full, tmp_path):
@@ -111,3 +129,65 @@ def test_cli_eval(tmp_path, capsys):
     )
     assert code == 0 and json.loads(capsys.readouterr().out)["correct"] == 3
     assert main(["eval", str(tmp_path / "nowhere"), "--candidates", "x", "-q"]) == 2
+
+
+def timed(verdict: str, eager: float, cand: float, q: tuple[float, float] | None = None) -> dict:
+    """A report as the verifier writes it on a GPU (timing built by hand: no GPU here)."""
+    timing = {"candidate_ms": cand, "eager_ms": eager, "compile_ms": None}
+    timing |= {"speedup_vs_eager": eager / cand, "speedup_vs_compile": None}
+    if q:
+        timing |= {"candidate_q1_ms": q[0], "candidate_q3_ms": q[1]}
+    return {"verdict": verdict, "checks": [], "reasons": [], "timing": timing}
+
+
+GPU_RECORDS = [
+    # 0.03 ms eager: launch time, whatever the candidate does.
+    {"task": "tiny", "candidate": "a.py", "report": timed("pass", 0.03, 0.02)},
+    # Eager is slow enough but the best candidate is not; a slower one alone would not be.
+    {"task": "mid", "candidate": "a.py", "report": timed("pass", 0.5, 0.05)},
+    {"task": "mid", "candidate": "b.py", "report": timed("pass", 0.5, 0.2)},
+    {"task": "big", "candidate": "a.py", "report": timed("pass", 3.0, 1.0, (0.9, 1.1))},
+    {"task": "failed", "candidate": "a.py", "report": {"verdict": "fail", "reasons": []}},
+    {"task": "broken", "candidate": "", "error": "not valid Python"},
+]
+
+
+def test_launch_bound_tasks_are_counted_and_left_out_of_the_second_measures():
+    s = summarize(GPU_RECORDS)
+    assert s["timed_tasks"] == 3 and s["launch_bound_tasks"] == ["mid", "tiny"]
+    assert s["launch_bound_candidates"] == 2  # mid/b.py (0.2 ms vs 0.5 ms) is not
+    # All tasks, as KernelBench counts them: tiny 1.5x, mid 10x, big 3x, failed a miss.
+    assert s["fast_1_vs_eager"] == 0.75 and s["fast_2_vs_eager"] == 0.5
+    assert s["geomean_speedup_vs_eager"] == pytest.approx(45 ** (1 / 3))
+    excluded = s["excluding_launch_bound"]
+    assert excluded["tasks"] == 2  # big, and failed still counted as a miss
+    assert excluded["fast_1_vs_eager"] == 0.5 and excluded["fast_2_vs_eager"] == 0.5
+    assert excluded["fast_1_vs_compile"] == 0.0
+    assert excluded["geomean_speedup_vs_eager"] == pytest.approx(3.0)
+    big, failed = s["per_task"]["big"], s["per_task"]["failed"]
+    assert big["launch_bound"] is False and big["timing_spread"] == pytest.approx(0.2)
+    assert big["eager_ms"] == 3.0 and s["per_task"]["tiny"]["timing_spread"] is None
+    assert failed["launch_bound"] is None and failed["eager_ms"] is None
+
+
+def test_the_threshold_decides_what_is_launch_bound():
+    s = summarize(GPU_RECORDS, launch_bound_ms=0.01)
+    assert s["launch_bound_tasks"] == [] and s["launch_bound_candidates"] == 0
+    excluded = s["excluding_launch_bound"]
+    assert excluded["tasks"] == 4 and excluded["fast_1_vs_eager"] == s["fast_1_vs_eager"]
+    assert "No timed task is launch-bound" in render_markdown(s)
+
+
+def test_the_report_names_launch_bound_tasks_and_shows_spread():
+    s = summarize(GPU_RECORDS)
+    md = render_markdown(s)
+    assert "Launch-bound (eager or candidate time under 0.1 ms per call): mid, tiny." in md
+    assert "vary between runs" in md
+    assert "| launch-bound tasks (under 0.1 ms) | 2 of 3 timed |" in md
+    assert "| fast 1 vs eager | 0.750 |" in md
+    assert "| fast 1 vs eager, excluding launch-bound | 0.500 |" in md
+    assert "| big | 1 | 1 | 3.000 | not measured | 3.000 | 20% | no |" in md
+    assert "| tiny | 1 | 1 | 1.500 | not measured | 0.030 | - | yes |" in md
+    assert "| failed | 1 | 0 | not measured | not measured | - | - | - |" in md
+    page = render_html(s)
+    assert "tiny (launch-bound)" in page and "mid, tiny. Their speedups measure" in page

@@ -95,7 +95,8 @@ def result_html(result: Result, original: str, chosen: int = 0, accepted: str | 
     cls = "pass" if best else "fail"
     parts.append(f"<p class='{cls}'>autotriton: {html.escape(summary_line(result))}</p>")
     parts.append(
-        f"<p>model {html.escape(result.model)}, {len(result.candidates)} candidates in "
+        f"<p>model {html.escape(result.model)}, {len(result.candidates)} "
+        f"candidate{'' if len(result.candidates) == 1 else 's'} in "
         f"{result.seconds:.1f} s{' (interrupted)' if result.cancelled else ''}"
         f"{f'; accepted as <code>{html.escape(accepted)}</code>' if accepted else ''}</p>"
     )

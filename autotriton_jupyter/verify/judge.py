@@ -626,6 +626,8 @@ class Verifier:
             "speedup_vs_eager": eager / cand if eager and cand else None,
             "speedup_vs_compile": comp / cand if comp and cand else None,
             "candidate_wall_ms": t["wall_median_ms"],
+            "candidate_q1_ms": t.get("q1_ms"),
+            "candidate_q3_ms": t.get("q3_ms"),
             "reps": t["reps"],
             "method": "CUDA events, median, L2 flushed, inputs refilled each call",
         }

@@ -49,7 +49,7 @@ def bench(
     audited: int = 0,
     between: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """Time fn(*buffers) on CUDA; returns medians in ms and the kept outputs by set index.
+    """Time fn(*buffers) on CUDA; returns the median and quartiles in ms and the kept outputs.
 
     `audited` calls, at random places, run inside the `audit()` context and are left out
     of the figures; `between()` runs after every call, outside the timed window.
@@ -98,9 +98,18 @@ def bench(
         if i in keep_at:
             kept.append((i % len(sets), _clone_outputs(out)))
         del out
+    # Quartiles give the spread of single calls within this process; they cannot show
+    # a shift of the whole run, which is what makes launch-bound figures vary between runs.
+    q1, _, q3 = (
+        statistics.quantiles(events, n=4, method="inclusive")
+        if len(events) > 1
+        else (events[0],) * 3
+    )
     return {
         "median_ms": statistics.median(events),
         "min_ms": min(events),
+        "q1_ms": q1,
+        "q3_ms": q3,
         "wall_median_ms": statistics.median(walls),
         "reps": len(events),
         "audited": len(audit_at),
