@@ -210,6 +210,8 @@ def cmd_bench_generate(args: argparse.Namespace) -> int:
         new_tokens=args.new_tokens,
         static_cache=not args.no_static_cache,
         fused=args.decoder == "fused",
+        temperature=args.temperature,
+        top_p=args.top_p,
         budget_tokens=args.budget_tokens,
         profile=args.profile,
         on_event=_progress(args.quiet),
@@ -368,6 +370,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         n=args.n,
         rounds=args.rounds,
         resume=args.resume,
+        launch_bound_ms=args.launch_bound_ms,
         verify=_options(args),
         params=GenerationParams(max_tokens=args.max_tokens),
     )
@@ -467,6 +470,11 @@ def cmd_adapters(args: argparse.Namespace) -> int:
                 f"{loss if loss is None else round(loss, 4)}, "
                 f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(a.created))}"
             )
+    elif args.what == "export":
+        from .model.gguf_lora import export_adapter
+
+        out = export_adapter(args.name, args.output, args.base, _model_options(args))
+        print(f"wrote {out} (llama.cpp: --lora {out})")
     elif args.what == "use":
         use_adapter(args.name)
         print(f"generation now prefers adapter {args.name} for its base model")
@@ -541,6 +549,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", default="autotriton-eval", help="results folder (default autotriton-eval)"
     )
     e.add_argument("--resume", action="store_true", help="continue a run in --out")
+    e.add_argument(
+        "--launch-bound-ms",
+        type=float,
+        default=0.1,
+        help="mark timings under this many ms per call as launch-bound (default 0.1)",
+    )
     e.add_argument("--json", action="store_true")
     _add_verify_flags(e)
     e.set_defaults(func=cmd_eval)
@@ -585,6 +599,11 @@ def build_parser() -> argparse.ArgumentParser:
         ap = asub.add_parser(what)
         ap.add_argument("name")
         ap.set_defaults(func=cmd_adapters)
+    ae = asub.add_parser("export", help="write an adapter as a llama.cpp LoRA GGUF file")
+    ae.add_argument("name")
+    ae.add_argument("-o", "--output", default="", help="default: adapter.gguf in its folder")
+    ae.add_argument("--base", default="", help="base .gguf or model folder (default: its base)")
+    ae.set_defaults(func=cmd_adapters, model=None)
 
     m = sub.add_parser("model", help="the models available here")
     msub = m.add_subparsers(dest="what", required=True)
@@ -614,6 +633,10 @@ def build_parser() -> argparse.ArgumentParser:
     bg.add_argument("--prompt-tokens", type=int, default=512)
     bg.add_argument("--new-tokens", type=int, default=256)
     bg.add_argument("--no-static-cache", action="store_true")
+    bg.add_argument(
+        "--temperature", type=float, default=0.0, help="0 (default): greedy; >0 samples"
+    )
+    bg.add_argument("--top-p", type=float, default=0.95)
     bg.add_argument(
         "--profile", action="store_true", help="add the GPU kernels of 16 decode steps (CUDA)"
     )

@@ -92,3 +92,21 @@ def test_decode_attention_kernel_in_the_triton_interpreter():
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert float(out.stdout.strip().splitlines()[-1]) < 1.0  # errors relative to each tolerance
+
+
+def test_rows_sharing_a_prompt_are_prefilled_once_and_decode_as_plain_decoding(model):
+    """n samples of one prompt: one prefill row copied into the cache gives the same tokens."""
+    prompt = torch.randint(3, TINY_SHAPE["vocab_size"], (1, 19)).repeat(3, 1)
+    params = GenerationParams(max_tokens=20, temperature=0.0)
+    plain = HFGenerator("r", model=model, tokenizer=None, device="cpu", static_cache=False)
+    with torch.inference_mode():
+        expected = [t.tolist() for t in plain._token_steps(prompt, 20, params)]
+        decoder = LlamaDecoder(model)
+        calls = []
+        forward = decoder.forward
+        decoder.forward = lambda ids, pos: calls.append(ids.shape) or forward(ids, pos)
+        got = list(decoder.steps(prompt, 20, 0.0, 1.0))  # kept tensors must stay valid
+        sampled = torch.stack(list(decoder.steps(prompt, 20, 1.0, 1.0)), dim=1)
+    assert [t.tolist() for t in got] == expected
+    assert calls[0] == (1, 19)  # the prefill ran on one row
+    assert len({tuple(r) for r in sampled.tolist()}) > 1  # rows still sample apart

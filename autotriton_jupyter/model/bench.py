@@ -1,9 +1,11 @@
 """`autotriton bench generate`: decode speed of the transformers backend.
 
 Speed does not depend on weight values, so by default the model is AutoTriton's exact
-shape (MODEL.md) with random weights, built directly on the device. Timing counts
-decode steps only (end-of-sequence is ignored, so every row runs the full length);
-the first run of each batch size, which compiles, is reported apart.
+shape (MODEL.md) with random weights, built directly on the device. The rows of a batch
+share one prompt, as the n samples of a task do. Two rates are given: from the call to
+the last token (prefill included), and decoding alone (after the first token).
+End-of-sequence is ignored, so every row runs the full length; the first run of each
+batch size, which compiles, is reported apart.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ def bench_generate(
     static_cache: bool = True,
     device: str = "auto",
     temperature: float = 0.0,
+    top_p: float = 0.95,
     fused: bool = True,
     budget_tokens: int | None = None,
     profile: bool = False,
@@ -102,7 +105,7 @@ def bench_generate(
     )
     decoder = "fused" if gen.decoder else ("hf-static" if gen.static_cache else "hf-plain")
     budget = max(budget_tokens or new_tokens, new_tokens)
-    params = GenerationParams(max_tokens=new_tokens, temperature=temperature, top_p=0.95)
+    params = GenerationParams(max_tokens=new_tokens, temperature=temperature, top_p=top_p)
     vocab = model.config.vocab_size
     result: dict[str, Any] = {
         "shape": shape,
@@ -112,36 +115,51 @@ def bench_generate(
         "cache_tokens": prompt_tokens + budget,
         "prompt_tokens": prompt_tokens,
         "new_tokens": new_tokens,
+        "temperature": temperature,
+        "top_p": top_p,
         "build_s": build_s,
         "runs": [],
     }
     if dev == "cuda":
         result["gpu"] = torch.cuda.get_device_name()
     for b in batches:
-        prompt = torch.randint(3, vocab, (b, prompt_tokens), device=dev)
+        # The product's workload: n samples of one prompt (HFGenerator puts n copies of
+        # it in one batch), so the rows share a prompt.
+        prompt = torch.randint(3, vocab, (1, prompt_tokens), device=dev).repeat(b, 1)
         for label in ("first (compiles)", "timed"):
             if dev == "cuda":
                 torch.cuda.synchronize()
             s0 = time.perf_counter()
+            first = s0
             steps = 0
             with torch.inference_mode():
                 for tok in gen._token_steps(prompt, budget, params):
                     steps += 1
                     tok.tolist()  # the per-token host read a streaming user pays for
+                    if steps == 1:
+                        first = time.perf_counter()
                     if steps == new_tokens:
                         break
             if dev == "cuda":
                 torch.cuda.synchronize()
-            secs = time.perf_counter() - s0
+            end = time.perf_counter()
+            secs = end - s0
             run = {
                 "batch": b,
                 "run": label,
                 "seconds": secs,
                 "tokens": steps * b,
                 "tokens_per_s": steps * b / secs,
+                "prefill_s": first - s0,
+                # after the first token: decode steps alone, the rate of a long answer
+                "decode_tokens_per_s": (steps - 1) * b / (end - first) if end > first else None,
             }
             result["runs"].append(run)
-            emit(f"batch {b} {label}: {run['tokens_per_s']:.1f} tok/s")
+            emit(
+                f"batch {b} {label}: {run['tokens_per_s']:.1f} tok/s, "
+                f"decode {run['decode_tokens_per_s'] or 0:.1f} tok/s, "
+                f"first token {run['prefill_s']:.2f} s"
+            )
         if profile and dev == "cuda":
             result.setdefault("profiles", {})[str(b)] = _profile(gen, prompt, budget, params)
     if dev == "cuda":
@@ -150,10 +168,15 @@ def bench_generate(
     lines = [
         f"decode speed, {shape} shape, random weights, {dev}"
         + (f" ({result.get('gpu')})" if dev == "cuda" else "")
-        + f", decoder {decoder}, prompt {prompt_tokens}, {new_tokens} new tokens "
-        f"(prefill included), cache for {prompt_tokens + budget} tokens"
+        + f", decoder {decoder}, prompt {prompt_tokens} (shared by the rows), {new_tokens} new "
+        f"tokens, cache for {prompt_tokens + budget} tokens, "
+        + (f"temperature {temperature}, top_p {top_p}" if temperature > 0 else "greedy")
     ]
-    lines += [f"  batch {r['batch']}: {r['tokens_per_s']:.1f} tok/s total" for r in timed]
+    lines += [
+        f"  batch {r['batch']}: {r['tokens_per_s']:.1f} tok/s total with the prefill; "
+        f"{r['decode_tokens_per_s'] or 0:.1f} tok/s decoding; first token {r['prefill_s']:.3f} s"
+        for r in timed
+    ]
     result["text"] = "\n".join(lines)
     return result
 

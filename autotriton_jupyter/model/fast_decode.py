@@ -8,7 +8,10 @@ added and the transformers forward still works), and attention reads only the fi
 part of the cache (`decode_attention`). One decode step (forward + sampling) is
 compiled with CUDA graphs.
 
-Prefill runs the same code eagerly on the whole prompt, from position 0.
+Prefill runs the same code eagerly on the whole prompt, from position 0. When every row
+holds the same prompt (n samples of one task, the usual case) it runs on one row and the
+cache rows are copied. Tokens reach the host one step behind the device: step i+1 is
+queued before step i's tokens are read, so the GPU never waits for the host.
 """
 
 from __future__ import annotations
@@ -152,7 +155,9 @@ class LlamaDecoder:
 
     # forward --------------------------------------------------------------------------
     def forward(self, ids: Any, pos: Any) -> Any:
-        """Logits of the last position. ids [B, T]; pos [T] (prefill: 0..T-1; decode: [t])."""
+        """Logits of the last position. ids [B, T]; pos [T] (prefill: 0..T-1; decode: [t]).
+
+        B may be smaller than the cache's batch: the first B cache rows are used."""
         torch = self.torch
         import torch.nn.functional as F
 
@@ -161,7 +166,7 @@ class LlamaDecoder:
         cos, sin = self.rotary(h, pos[None, :].expand(b, t))
         cos, sin = cos[:, None], sin[:, None]
         nq, nk = self.heads * self.head_dim, self.kv_heads * self.head_dim
-        ks, vs = self.cache
+        ks, vs = ([c[:b] for c in side] for side in self.cache)
         for i, w in enumerate(self.layers):
             x = _rms(h, w["ln1"], self.eps)
             q, k, v = F.linear(x, w["qkv"]).split([nq, nk, nk], dim=-1)
@@ -206,14 +211,37 @@ class LlamaDecoder:
         self._ensure_cache(b, p + max_new)
         from .backends.hf import sample_next
 
-        nxt = sample_next(
-            self.forward(prompt, torch.arange(p, device=self.device)), temperature, top_p
-        )
+        nxt = sample_next(self._prefill(prompt), temperature, top_p)
         step = self._step(temperature, top_p)
         position = torch.tensor([p], device=self.device)
+        cuda = self.device.type == "cuda"
+        # Two pinned host buffers: step i's tokens are copied into one while step i+1 is
+        # already queued behind the copy, and read while the GPU works on step i+1.
+        host = [torch.empty(b, dtype=torch.long, pin_memory=cuda) for _ in range(2)]
+        ready = [torch.cuda.Event() if cuda else None for _ in range(2)]
         for i in range(max_new):
-            yield nxt
-            if i + 1 == max_new:
-                break
-            position.fill_(p + i)
-            nxt = step(nxt[:, None], position).clone()
+            slot = i % 2
+            host[slot].copy_(nxt, non_blocking=cuda)
+            if cuda:
+                ready[slot].record()
+            if i + 1 < max_new:
+                position.fill_(p + i)
+                nxt = step(nxt[:, None], position).clone()
+            if cuda:
+                ready[slot].synchronize()
+            yield host[slot].clone()
+
+    def _prefill(self, prompt: Any) -> Any:
+        """Run the prompt through the model, filling the cache; logits of its last position.
+
+        Identical rows (n samples of one prompt) are computed once and copied."""
+        torch = self.torch
+        b, p = prompt.shape
+        pos = torch.arange(p, device=self.device)
+        if b == 1 or not bool((prompt == prompt[:1]).all()):
+            return self.forward(prompt, pos)
+        logits = self.forward(prompt[:1], pos)
+        for side in self.cache:
+            for c in side:
+                c[1:b, :, :p].copy_(c[:1, :, :p].expand(b - 1, -1, -1, -1))
+        return logits.expand(b, -1)
