@@ -85,6 +85,29 @@ def test_prompt_longer_than_context_is_a_clear_error():
         )
 
 
+def test_llamacpp_context_is_capped_at_the_models_own(capfd):
+    """The default 16k context exceeds the tiny model's 8k: use 8k, say so, no llama.cpp warning."""
+    from autotriton_jupyter.model.backends.llamacpp import LlamaCppGenerator, context_length
+
+    assert context_length(tiny_gguf()) == 8192
+    events = []
+    gen = LlamaCppGenerator(str(tiny_gguf()), n_ctx=16384, on_event=events.append)
+    try:
+        assert gen.llm.n_ctx() == gen.llm._model.n_ctx_train() == 8192
+        assert any("context 8192 tokens" in e.message for e in events)
+        assert "context overflow" not in capfd.readouterr().err
+    finally:
+        gen.llm.close()
+
+
+def test_context_length_of_files_without_one_is_unknown(tmp_path):
+    from autotriton_jupyter.model.backends.llamacpp import context_length
+
+    (tmp_path / "bad.gguf").write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 40)
+    assert context_length(tmp_path / "bad.gguf") is None
+    assert context_length(tmp_path / "missing.gguf") is None
+
+
 @pytest.fixture(scope="module")
 def hf():
     return load("tiny-hf", ModelOptions())

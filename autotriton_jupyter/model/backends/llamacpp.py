@@ -8,8 +8,10 @@ token and leaves the model loaded and usable.
 from __future__ import annotations
 
 import random
+import struct
 import time
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from ..generator import (
     Cancel,
@@ -39,6 +41,57 @@ def check_gguf(path: str | Path) -> Path:
     return p
 
 
+# GGUF metadata value types -> struct formats (fixed-size ones); 8 is a string, 9 an array.
+_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+
+def _take(f: BinaryIO, n: int) -> bytes:
+    """n bytes of the header; a length no real header has means the file is damaged."""
+    if n > 1 << 26:
+        raise ValueError(f"a GGUF header field of {n} bytes")
+    return f.read(n)
+
+
+def _read_value(f: BinaryIO, kind: int) -> Any:
+    if kind in _SCALARS:
+        fmt = "<" + _SCALARS[kind]
+        return struct.unpack(fmt, f.read(struct.calcsize(fmt)))[0]
+    if kind == 8:
+        (n,) = struct.unpack("<Q", f.read(8))
+        return _take(f, n).decode("utf-8", "replace")
+    if kind == 9:
+        item, count = struct.unpack("<IQ", f.read(12))
+        if item in _SCALARS:  # skipped without decoding: only scalars and strings are asked for
+            f.seek(count * struct.calcsize(_SCALARS[item]), 1)
+        else:
+            for _ in range(count):
+                _read_value(f, item)
+        return None
+    raise ValueError(f"unknown GGUF value type {kind}")
+
+
+def context_length(path: str | Path) -> int | None:
+    """The context length the GGUF model was trained with (`<arch>.context_length`), if stated.
+
+    Read from the header alone, stopping at the key, so it costs milliseconds."""
+    try:
+        with Path(path).open("rb") as f:
+            magic, _version, _tensors, n_kv = struct.unpack("<4sIQQ", f.read(24))
+            arch = None
+            for _ in range(n_kv if magic == b"GGUF" else 0):
+                (n,) = struct.unpack("<Q", f.read(8))
+                key = _take(f, n).decode("utf-8", "replace")
+                (kind,) = struct.unpack("<I", f.read(4))
+                value = _read_value(f, kind)
+                if key == "general.architecture":
+                    arch = value
+                elif arch and key == f"{arch}.context_length":
+                    return int(value)
+    except (OSError, struct.error, ValueError):
+        pass  # llama.cpp itself then says what is wrong with the file
+    return None
+
+
 class LlamaCppGenerator:
     """A GGUF model loaded in this process."""
 
@@ -62,6 +115,16 @@ class LlamaCppGenerator:
         self.name = name or p.stem
         emit = on_event or (lambda _e: None)
         emit(Event("load", message=f"loading {p.name} with llama.cpp"))
+        trained = context_length(p)
+        if trained and n_ctx > trained:
+            # Beyond it the model's answers degrade (and llama.cpp warns on stderr).
+            emit(
+                Event(
+                    "load",
+                    message=f"context {trained} tokens (the model's own; {n_ctx} asked for)",
+                )
+            )
+            n_ctx = trained
         t0 = time.perf_counter()
         try:
             self.llm = Llama(
