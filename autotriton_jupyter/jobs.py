@@ -3,8 +3,11 @@
 One JSON file per run, `<jobs_dir>/<id>.json`, replaced whole on every write (temp file
 + os.replace) so a reader never sees half a file:
 
-    {"id", "task", "notebook": str | null, "pid", "state", "stage", "lines": [str],
-     "started", "updated"}
+    {"id", "task", "notebook": str | null, "kernel": str | null, "pid", "state", "stage",
+     "lines": [str], "started", "updated"}
+
+"notebook" is the path the kernel was started for (JPY_SESSION_NAME); "kernel" is the
+kernel's id, by which the server finds the notebook's current path after a rename.
 
 state is "running", "done", "failed" or "cancelled" as written; `list_jobs` reports a
 "running" job whose process is gone as "stopped". Progress files are a convenience:
@@ -39,6 +42,17 @@ def jobs_dir(library: str | Path | None = None) -> Path:
     return default_path().parent / "jobs"
 
 
+def _kernel_id() -> str | None:
+    """The id of the Jupyter kernel this process is (from its connection file's name), if any."""
+    app = sys.modules.get("ipykernel.kernelapp")
+    if app is None or not app.IPKernelApp.initialized():
+        return None
+    name = Path(app.IPKernelApp.instance().connection_file or "").name
+    if name.startswith("kernel-") and name.endswith(".json"):
+        return name[len("kernel-") : -len(".json")]
+    return None
+
+
 class JobLog:
     """The progress file of one run, written from the kernel process."""
 
@@ -49,6 +63,7 @@ class JobLog:
             "id": f"{int(now)}-{os.getpid()}-{uuid.uuid4().hex[:8]}",
             "task": task,
             "notebook": os.environ.get("JPY_SESSION_NAME") or None,
+            "kernel": _kernel_id(),
             "pid": os.getpid(),
             "state": "running",
             "stage": "starting",
@@ -131,6 +146,7 @@ def _read(path: Path) -> dict[str, Any] | None:
             "id": str(data["id"]),
             "task": str(data["task"]),
             "notebook": data.get("notebook") if isinstance(data.get("notebook"), str) else None,
+            "kernel": data.get("kernel") if isinstance(data.get("kernel"), str) else None,
             "pid": int(data["pid"]),
             "state": str(data["state"]),
             "stage": str(data.get("stage", "")),

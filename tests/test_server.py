@@ -232,3 +232,37 @@ def test_extension_entry_points():
     assert autotriton_jupyter._jupyter_labextension_paths() == [
         {"src": "labextension", "dest": "autotriton-jupyter"}
     ]
+
+
+async def test_a_job_follows_its_notebook_through_a_rename(jp_fetch, library):
+    """A real kernel session: the job names the notebook's current path, not the one the
+    kernel was started for."""
+    made = await jp_fetch(
+        "api",
+        "sessions",
+        method="POST",
+        body=json.dumps(
+            {"path": "Untitled.ipynb", "type": "notebook", "kernel": {"name": "python3"}}
+        ),
+    )
+    session = json.loads(made.body)
+    try:
+        job = JobLog("AddOne")
+        assert job.data["kernel"] is None  # not written from a kernel here
+        job.data |= {"kernel": session["kernel"]["id"], "notebook": "Untitled.ipynb"}
+        job.update(force=True)
+        other = JobLog("Softmax")
+        other.data |= {"kernel": "no-such-kernel", "notebook": "old.ipynb"}
+        other.update(force=True)
+        await jp_fetch(
+            "api",
+            "sessions",
+            session["id"],
+            method="PATCH",
+            body=json.dumps({"path": "work/panel.ipynb"}),
+        )
+        jobs = {j["task"]: j for j in (await get(jp_fetch, "jobs"))["jobs"]}
+        assert jobs["AddOne"]["notebook"] == "work/panel.ipynb"
+        assert jobs["Softmax"]["notebook"] == "old.ipynb"  # no session: as written
+    finally:
+        await jp_fetch("api", "sessions", session["id"], method="DELETE")

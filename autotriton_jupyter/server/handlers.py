@@ -218,6 +218,12 @@ class JobsHandler(_Handler):
         from ..jobs import jobs_dir, list_jobs
 
         jobs = await self.off_loop(list_jobs, jobs_dir(library_path()))
+        # A kernel keeps the notebook path it was started for; the server's sessions
+        # know the path now (a notebook renamed or moved since).
+        sessions = await self.serverapp.session_manager.list_sessions()
+        paths = {s["kernel"]["id"]: s["path"] for s in sessions if s.get("kernel")}
+        for job in jobs:
+            job["notebook"] = paths.get(job["kernel"], job["notebook"])
         self.reply({"jobs": jobs})
 
 
