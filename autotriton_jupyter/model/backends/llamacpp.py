@@ -42,7 +42,19 @@ def check_gguf(path: str | Path) -> Path:
 
 
 # GGUF metadata value types -> struct formats (fixed-size ones); 8 is a string, 9 an array.
-_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+_SCALARS = {
+    0: "B",
+    1: "b",
+    2: "H",
+    3: "h",
+    4: "I",
+    5: "i",
+    6: "f",
+    7: "?",
+    10: "Q",
+    11: "q",
+    12: "d",
+}
 
 
 def _take(f: BinaryIO, n: int) -> bytes:
