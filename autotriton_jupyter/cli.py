@@ -30,6 +30,12 @@ def _add_verify_flags(p: argparse.ArgumentParser, seed: bool = True) -> None:
         help="comma-separated ATen ops forward may run in PyTorch (e.g. mm,addmm); "
         "'all' allows any (default: none)",
     )
+    p.add_argument(
+        "--shapes",
+        metavar="SETS",
+        help="also judge at other input shapes: one shape per tensor input, sets separated "
+        "by ';' (e.g. '33x257 33x257; 1x7 1x7'); values are drawn from the task's own inputs",
+    )
     p.add_argument("--no-timing", action="store_true", help="skip the GPU timing")
     p.add_argument(
         "--timeout", type=float, help="seconds allowed per step before a worker is killed"
@@ -58,12 +64,19 @@ def _options(args: argparse.Namespace):
             setattr(o, name, v)
     if args.allow_torch is not None:
         o.allow_torch = tuple(s.strip() for s in args.allow_torch.split(",") if s.strip())
+    if args.shapes is not None:
+        o.shapes = (args.shapes,)
     if args.no_timing:
         o.timing = False
-    if o.trials < 1:
-        from .task import TaskError
+    from .task import TaskError
+    from .verify.shapes import ShapeError, parse_shapes
 
+    if o.trials < 1:
         raise TaskError("--trials must be at least 1.")
+    try:
+        parse_shapes(o.shapes)
+    except ShapeError as e:
+        raise TaskError(str(e)) from e
     return o
 
 

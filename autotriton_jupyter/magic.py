@@ -65,6 +65,7 @@ class AutotritonMagics(Magics):
     @argument("--init", help="constructor arguments, a Python expression (with --module)")
     @argument("--no-timing", action="store_true", help="skip GPU timing")
     @argument("--allow-torch", help="ATen ops forward may run in PyTorch")
+    @argument("--shapes", help="also judge at other input shapes, e.g. '33x257 33x257; 1x7 1x7'")
     @argument("--max-tokens", type=int)
     @argument("--device", choices=["auto", "cpu", "cuda"])
     @argument("--seed", type=int)
@@ -80,7 +81,7 @@ class AutotritonMagics(Magics):
         except Exception as e:  # UsageError and argparse's own exits
             _error(f"{e}. See %autotriton? for the options.")
             return None
-        for key in ("inputs", "init", "module", "name", "model", "allow_torch"):
+        for key in ("inputs", "init", "module", "name", "model", "allow_torch", "shapes"):
             setattr(args, key, _unquote(getattr(args, key, None)))
         if cell is None:
             return self._line(args)
@@ -180,6 +181,15 @@ class AutotritonMagics(Magics):
             vo.timing = False
         if args.allow_torch:
             vo.allow_torch = tuple(a.strip() for a in args.allow_torch.split(",") if a.strip())
+        if args.shapes:
+            from .verify.shapes import ShapeError, parse_shapes
+
+            try:  # before any generation: a typo should not cost a model run
+                parse_shapes([args.shapes])
+            except ShapeError as e:
+                _error(str(e))
+                return
+            vo.shapes = (args.shapes,)
         if args.device:
             vo.device = args.device
         if args.seed is not None:

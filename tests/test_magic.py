@@ -137,6 +137,7 @@ def test_module_and_inputs_mode(ip, library, monkeypatch, corpus):
         ("--module Nope --inputs '[1]'", "x = 1\n", "defines no 'Nope'"),
         ("--model no-such-model", None, "Unknown model 'no-such-model'"),
         ("--bogus-flag", "x = 1\n", "unrecognized arguments"),
+        ("--shapes '3 by 5'", None, "'by' is not a shape"),
     ],
 )
 def test_bad_input_gives_a_message_and_the_session_lives(

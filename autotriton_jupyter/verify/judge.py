@@ -22,6 +22,7 @@ from . import static
 from .checks import compare, null_control
 from .report import FAIL, INCONCLUSIVE, PASS, Report
 from .sandbox import Pool, Worker, WorkerFailure
+from .shapes import ShapeError, describe, parse_shapes
 
 EventSink = Callable[[str], None]
 
@@ -45,6 +46,7 @@ class VerifyOptions:
     parallel: int = 0
     timing_budget_s: float = 0.3
     memory_limit_gb: float = 0.0
+    shapes: tuple[str, ...] = ()  # extra input sets at other shapes (verify/shapes.py)
 
 
 @dataclass
@@ -60,6 +62,8 @@ class Reference:
     notes: list[str] = field(default_factory=list)
     null: str | None = None
     timing: dict[str, Any] | None = None
+    # The sets at the task's own shapes: timing refills one buffer with each in turn.
+    own_shape: list[int] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -153,7 +157,13 @@ class Verifier:
         # torch.initial_seed() (the model is built under it) cannot predict its inputs.
         draw = random.Random(o.seed) if o.seed is not None else secrets.SystemRandom()
         seed = draw.randrange(2**31)
-        input_seeds = [draw.randrange(2**31) for _ in range(max(1, o.trials) + 2)]
+        try:
+            extra_shapes = parse_shapes(o.shapes)
+        except ShapeError as e:
+            raise TaskError(str(e)) from e
+        input_seeds = [
+            draw.randrange(2**31) for _ in range(max(1, o.trials) + 2 + len(extra_shapes))
+        ]
         self.on_event(f"reference: starting a worker on {self.device}")
         self.pool.warm()
         w = self.pool.acquire()
@@ -170,6 +180,16 @@ class Verifier:
                     {"label": v, "seed": input_seeds[-1 - k], "variant": v}
                     for k, v in enumerate(("signed", "scaled"))
                 ]
+                first = max(1, o.trials)
+                specs += [
+                    {
+                        "label": f"shape-{k + 1} ({describe(shapes)})",
+                        "seed": input_seeds[first + k],
+                        "variant": "none",
+                        "shapes": [list(sh) for sh in shapes],
+                    }
+                    for k, shapes in enumerate(extra_shapes)
+                ]
                 self.on_event(f"reference: computing outputs on {len(specs)} input sets")
                 got = w.call("trials", o.timeout, "The reference", sets=specs)
         except WorkerFailure as f:
@@ -183,7 +203,8 @@ class Verifier:
                 f"The reference {task.path or task.name} cannot be run: {f.message}{detail}"
             ) from f
         sets, notes = [], []
-        for s in got["sets"]:
+        for worker_index, s in enumerate(got["sets"]):
+            s["worker_index"] = worker_index  # the reference worker keeps every set it drew
             if s["label"] in ("signed", "scaled") and not s["finite"] and got["sets"][0]["finite"]:
                 notes.append(
                     f"the {s['label']} input variant makes the reference non-finite, so it "
@@ -192,6 +213,7 @@ class Verifier:
                 continue
             sets.append(s)
         ref = Reference(task, w, seed, loaded["init_inputs"], loaded["state"], sets, notes)
+        ref.own_shape = [i for i, s in enumerate(sets) if not s["label"].startswith("shape-")]
         ref.null = null_control(sets, o.atol, o.rtol)
         return ref
 
@@ -204,7 +226,7 @@ class Verifier:
                         "time_reference",
                         max(self.options.timeout, 300.0),
                         "Timing the reference",
-                        sets=list(range(len(ref.sets))),
+                        sets=[ref.sets[i]["worker_index"] for i in ref.own_shape],
                         seed=ref.seed,
                         budget_s=self.options.timing_budget_s,
                     )
@@ -339,8 +361,8 @@ class Verifier:
             n = len(ref.sets)
             plan = [{"set": i, "slot": i, "kind": "fresh"} for i in range(n)]
             plan.append({"set": 0, "slot": 0, "kind": "repeat"})
-            if n > 1:
-                plan.append({"set": 1, "slot": 0, "kind": "refill"})
+            if len(ref.own_shape) > 1:  # new values into slot 0's buffers: same shapes
+                plan.append({"set": ref.own_shape[1], "slot": 0, "kind": "refill"})
             late = n - 1
             plan.append(
                 {
@@ -372,7 +394,7 @@ class Verifier:
                 "time_candidate",
                 max(o.timeout, 300.0),
                 "Timing the candidate",
-                sets=list(range(len(ref.sets))),
+                sets=ref.own_shape,
                 seed=seed ^ 0x5EED,
                 budget_s=o.timing_budget_s,
                 keep=3,

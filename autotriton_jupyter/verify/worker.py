@@ -24,6 +24,7 @@ import torch._dynamo  # noqa: F401  (it rebinds torch.manual_seed on import: do 
 import triton  # noqa: F401  (imported here so the fork server preloads it)
 
 from . import probes, timing, wire
+from .shapes import ShapeError, reshape_inputs
 
 CANDIDATE_MODULE = "autotriton_candidate"
 REFERENCE_MODULE = "autotriton_reference"
@@ -127,11 +128,13 @@ class Worker:
         state = {k: v.detach().cpu() for k, v in self.model.state_dict().items()}
         return {"init_inputs": init, "state": state}
 
-    def _draw(self, seed: int, variant: str) -> list[Any]:
+    def _draw(self, seed: int, variant: str, shapes: list | None = None) -> list[Any]:
         torch.manual_seed(seed)
         random.seed(seed)
         inputs = list(self.module.get_inputs())
         gen = torch.Generator().manual_seed(seed + 1)
+        if shapes is not None:
+            inputs = reshape_inputs(inputs, [tuple(s) for s in shapes], gen)
         out = []
         for x in inputs:
             if isinstance(x, torch.Tensor) and x.is_floating_point():
@@ -148,7 +151,9 @@ class Worker:
         results = []
         for spec in msg["sets"]:
             try:
-                inputs = self._draw(spec["seed"], spec["variant"])
+                inputs = self._draw(spec["seed"], spec["variant"], spec.get("shapes"))
+            except ShapeError as e:
+                raise WorkerError(f"Input set '{spec['label']}': {e}") from e
             except BaseException as e:
                 raise WorkerError(f"get_inputs() raised {_describe(e)}") from e
             sent = [x.detach().cpu().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
@@ -159,7 +164,8 @@ class Worker:
                 if self.device == "cuda":
                     torch.cuda.synchronize()
             except BaseException as e:
-                raise WorkerError(f"The reference forward raised {_describe(e)}") from e
+                on = f" on input set '{spec['label']}'" if spec.get("shapes") is not None else ""
+                raise WorkerError(f"The reference forward raised {_describe(e)}{on}") from e
             leaves = _tensors(out)
             if not leaves or not (
                 isinstance(out, torch.Tensor) or all(isinstance(o, torch.Tensor) for o in out)
