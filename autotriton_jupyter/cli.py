@@ -399,33 +399,46 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     from .model.finetune import FinetuneOptions, run_finetune
 
     o = load("finetune", FinetuneOptions())
-    for key in ("rank", "alpha", "epochs", "lr"):
+    for key in ("rank", "alpha", "epochs", "lr", "method", "generations", "steps"):
         if getattr(args, key) is not None:
             setattr(o, key, getattr(args, key))
+    if args.max_completion_tokens is not None:
+        o.max_completion_tokens = args.max_completion_tokens
+    if o.method not in ("sft", "grpo"):
+        from .task import TaskError
+
+        raise TaskError(f"method must be sft or grpo, not {o.method!r} (check [finetune]).")
     quiet = args.quiet
 
     def progress(d: dict) -> None:
-        if not quiet:
-            print(
-                f"\r[autotriton] epoch {d['epoch']}/{d['epochs']} step {d['step']}/{d['steps']} "
-                f"loss {d['loss']:.4f} ({d['tokens_per_s']:.0f} tok/s)",
-                end="",
-                file=sys.stderr,
-                flush=True,
-            )
+        if quiet:
+            return
+        if "reward" in d:
+            from .grpo import describe
 
-    result, interrupted = run_interruptibly(
-        lambda cancel: run_finetune(
-            args.base,
-            args.name,
-            o,
+            line = describe(d)
+        else:
+            line = (
+                f"epoch {d['epoch']}/{d['epochs']} step {d['step']}/{d['steps']} "
+                f"loss {d['loss']:.4f} ({d['tokens_per_s']:.0f} tok/s)"
+            )
+        print(f"\r[autotriton] {line}", end="", file=sys.stderr, flush=True)
+
+    def train(cancel):
+        kw = dict(
             library=args.library,
             resume=args.resume,
             model_options=_model_options(args),
             on_progress=progress,
             cancel=cancel,
         )
-    )
+        if o.method == "grpo":
+            from .grpo import run_grpo
+
+            return run_grpo(args.base, args.name, o, verify_options=_options_default(), **kw)
+        return run_finetune(args.base, args.name, o, **kw)
+
+    result, interrupted = run_interruptibly(train)
     if not quiet:
         print(file=sys.stderr)
     if result["interrupted"]:
@@ -436,9 +449,13 @@ def cmd_finetune(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
+    figures = (
+        f"mean reward {result['first_reward']:.3f} -> {result['final_reward']:.3f}"
+        if o.method == "grpo"
+        else f"loss {result['first_loss']:.3f} -> {result['final_loss']:.3f}"
+    )
     print(
-        f"adapter {args.name} saved; the next generations with {args.base} use it "
-        f"(loss {result['first_loss']:.3f} -> {result['final_loss']:.3f}).",
+        f"adapter {args.name} saved; the next generations with {args.base} use it ({figures}).",
         file=sys.stderr,
     )
     if result["held_out_tasks"]:
@@ -594,6 +611,15 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--alpha", type=int)
     f.add_argument("--epochs", type=int)
     f.add_argument("--lr", type=float)
+    f.add_argument(
+        "--method",
+        choices=["sft", "grpo"],
+        help="sft (default): learn the accepted answers; grpo: reinforcement learning on "
+        "the accepted tasks with the verifier as the reward (needs trl)",
+    )
+    f.add_argument("--generations", type=int, help="grpo: answers per task and step (default 4)")
+    f.add_argument("--steps", type=int, help="grpo: training steps (default epochs x tasks)")
+    f.add_argument("--max-completion-tokens", type=int, help="grpo: answer length (default 4096)")
     f.add_argument("--resume", action="store_true", help="continue an interrupted run")
     f.add_argument(
         "--max-tokens",

@@ -45,6 +45,10 @@ class FinetuneOptions:
     held_out: float = 0.2
     seed: int = 0
     max_length: int = 12288
+    method: str = "sft"  # sft: on the accepted answers; grpo: the verifier as the reward
+    generations: int = 4  # grpo: answers per task and step
+    steps: int = 0  # grpo: training steps (0: epochs x tasks)
+    max_completion_tokens: int = 4096  # grpo: answer length
 
 
 @dataclass

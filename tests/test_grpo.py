@@ -1,0 +1,83 @@
+"""GRPO with the verifier as the reward: known answers get the rewards they deserve from
+the real verifier, and a short run on the tiny model trains and keeps an adapter."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from autotriton_jupyter.cli import main
+from autotriton_jupyter.grpo import VerifierReward, reward
+from autotriton_jupyter.model.finetune import list_adapters
+from autotriton_jupyter.verify import Report, Verifier, VerifyOptions
+
+from .test_finetune import accept_pairs, home  # noqa: F401  (home is a fixture)
+
+pytest.importorskip("trl", reason="needs trl (the hf extra)")
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+def test_rewards_follow_the_verdict_and_punish_cheats():
+    def report(verdict, checks=(), speedup=None):
+        r = Report(verdict=verdict, timing={"speedup_vs_compile": speedup} if speedup else None)
+        for c in checks:
+            r.add(c, "fail", "x")
+        return r
+
+    assert reward(None) == 0.0  # no code in the answer
+    assert reward(report("pass")) == 1.0  # not timed (CPU)
+    assert reward(report("pass", speedup=1.5)) == pytest.approx(1.585, abs=1e-3)
+    assert reward(report("pass", speedup=4.0)) == 2.0 and reward(report("pass", speedup=0.5)) == 1.0
+    assert reward(report("fail", ["correctness"])) == 0.0
+    assert reward(report("fail", ["runs"])) == 0.0
+    assert reward(report("fail", ["correctness", "torch_ops"])) == -1.0
+
+
+def test_the_real_verifier_scores_honest_wrong_cheating_and_empty_answers():
+    folder = EXAMPLES / "candidates" / "add_relu"
+    names = ["pass_masked", "fail_sub", "cheat01_decoy", "cheat02_partial"]
+    answers = [
+        [{"role": "assistant", "content": "```python\n" + (folder / f"{n}.py").read_text() + "```"}]
+        for n in names
+    ]
+    answers.append([{"role": "assistant", "content": "I cannot write this kernel."}])
+    source = (EXAMPLES / "tasks" / "add_relu.py").read_text()
+    with Verifier(VerifyOptions(device="cpu", seed=0)) as v:
+        scorer = VerifierReward(v)
+        got = scorer(prompts=[None] * 5, completions=answers, task_source=[source] * 5)
+    assert got == [1.0, 0.0, -1.0, -1.0, 0.0]
+    assert scorer.tally == {"pass": 1, "fail": 1, "cheat": 2, "no code": 1}
+
+
+def test_grpo_on_the_tiny_model_trains_and_keeps_an_adapter(home, capsys):  # noqa: F811
+    accept_pairs()
+    code = main(
+        [
+            "finetune",
+            "--method",
+            "grpo",
+            "--base",
+            "tiny-hf",
+            "--name",
+            "rl",
+            "--steps",
+            "2",
+            "--generations",
+            "2",
+            "--max-completion-tokens",
+            "24",
+        ]
+    )
+    out = capsys.readouterr()
+    assert code == 0, out.err[-2000:]
+    result = json.loads(out.out)
+    assert result["method"] == "grpo" and result["steps"] == 2 and result["tasks"] == 2
+    assert sum(result["answers"].values()) == 4  # 2 steps x 2 answers, each scored
+    assert "mean reward" in out.err and "step 2/2" in out.err
+    info = list_adapters()[0]
+    assert info.name == "rl" and info.options["method"] == "grpo"
+    assert (Path(info.path) / "adapter_model.safetensors").exists()
+    assert main(["finetune", "--method", "grpo", "--base", "tiny", "-q"]) == 2  # not transformers
