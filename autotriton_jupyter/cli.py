@@ -445,7 +445,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2))
         print(
             f"autotriton: interrupted; resume with `autotriton finetune --name {args.name} "
-            "--resume`.",
+            f"{'--method grpo ' if o.method == 'grpo' else ''}--resume`.",
             file=sys.stderr,
         )
         return 130

@@ -81,3 +81,26 @@ def test_grpo_on_the_tiny_model_trains_and_keeps_an_adapter(home, capsys):  # no
     assert info.name == "rl" and info.options["method"] == "grpo"
     assert (Path(info.path) / "adapter_model.safetensors").exists()
     assert main(["finetune", "--method", "grpo", "--base", "tiny", "-q"]) == 2  # not transformers
+
+
+def test_grpo_interrupted_keeps_a_checkpoint_and_resumes(home):  # noqa: F811
+    from autotriton_jupyter.grpo import run_grpo
+    from autotriton_jupyter.model.finetune import FinetuneOptions
+    from autotriton_jupyter.model.generator import Cancel
+
+    accept_pairs()
+    options = FinetuneOptions(method="grpo", steps=3, generations=2, max_completion_tokens=16)
+    cancel = Cancel()
+    seen = []
+
+    def progress(d):
+        seen.append(d["step"])
+        cancel.set()  # Ctrl-C after the first step: the step under way finishes, then it stops
+
+    first = run_grpo("tiny-hf", "rl", options, on_progress=progress, cancel=cancel)
+    assert first["interrupted"] and first["steps"] == 2 and not list_adapters()
+    assert list(Path(first["checkpoint"]).glob("checkpoint-2"))
+    done = run_grpo("tiny-hf", "rl", options, resume=True)
+    assert not done["interrupted"] and done["steps"] == 3
+    assert sum(done["answers"].values()) == 2  # only the remaining step ran
+    assert list_adapters()[0].name == "rl"
