@@ -19,10 +19,8 @@ SFT one and used by the next generations the same way.
 from __future__ import annotations
 
 import math
-import shutil
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict
 from typing import Any
 
 from .model.extract import extract
@@ -141,27 +139,18 @@ def run_grpo(
         raise GenerationError(
             "GRPO needs TRL: pip install 'autotriton-jupyter[hf]' (it brings trl and datasets)."
         ) from e
-    from .model import registry
     from .model.backends.hf import HFGenerator
     from .model.finetune import (
-        AdapterInfo,
         adapters_dir,
-        base_fingerprint,
         dataset_from_library,
-        dataset_hash,
-        save_adapter,
+        keep_adapter,
         split,
+        trainable_base,
     )
-    from .model.registry import ModelOptions, resolve
+    from .model.registry import ModelOptions
 
     mo = model_options or ModelOptions()
-    spec = resolve(base, mo)
-    if spec.backend != "hf" or not spec.available:
-        raise GenerationError(
-            f"GRPO needs a transformers model available here; {base!r} is "
-            f"{spec.backend}{'' if spec.available else ' and needs ' + spec.needs}. "
-            "Use tiny-hf, autotriton (from the HF cache) or an HF folder."
-        )
+    spec = trainable_base(base, name, mo)
     examples = dataset_from_library(library)
     train, held = split(examples, options.held_out, options.seed)
     tasks = {e.task_source: e.prompt for e in train if e.task_source}
@@ -256,21 +245,14 @@ def run_grpo(
     }
     if interrupted:
         return result
-    info = AdapterInfo(
-        name,
-        base,
-        base_fingerprint(spec.path, spec.gguf_file or None),
-        dataset_hash(train),
-        len(train),
-        len(held),
-        asdict(options),
-        metrics={
-            k: result[k] for k in ("first_reward", "final_reward", "steps", "seconds", "answers")
-        },
+    metrics = {
+        k: result[k] for k in ("first_reward", "final_reward", "steps", "seconds", "answers")
+    }
+    result["adapter"] = str(
+        keep_adapter(
+            trainer.model, name, base, spec, examples, len(held), options, metrics, run_dir
+        )
     )
-    result["adapter"] = str(save_adapter(trainer.model, info))
-    shutil.rmtree(run_dir, ignore_errors=True)
-    registry._loaded.clear()  # the next generation loads the base again, with its new adapter
     return result
 
 

@@ -340,20 +340,10 @@ def run_finetune(
 ) -> dict[str, Any]:
     """Dataset from the library -> LoRA training -> a kept adapter the next generation uses."""
     from .backends.hf import HFGenerator
-    from .registry import ModelOptions, resolve
+    from .registry import ModelOptions
 
     mo = model_options or ModelOptions()
-    spec = resolve(base, mo)
-    if spec.backend != "hf" or not spec.available:
-        raise GenerationError(
-            f"Fine-tuning needs a transformers model available here; {base!r} is "
-            f"{spec.backend}{'' if spec.available else ' and needs ' + spec.needs}. "
-            "Use tiny-hf, autotriton (from the HF cache) or an HF folder."
-        )
-    if not name.replace("-", "_").isidentifier():
-        raise GenerationError(
-            f"{name!r} is not a usable adapter name; use letters, digits, _ and -."
-        )
+    spec = trainable_base(base, name, mo)
     examples = dataset_from_library(library)
     train, held = split(examples, options.held_out, options.seed)
     fresh = HFGenerator(
@@ -392,21 +382,59 @@ def run_finetune(
     }
     if r["interrupted"]:
         return result
+    metrics = {
+        k: result[k] for k in ("first_loss", "final_loss", "steps", "tokens_per_s", "seconds")
+    }
+    result["adapter"] = str(
+        keep_adapter(r["model"], name, base, spec, examples, len(held), options, metrics, run_dir)
+    )
+    return result
+
+
+def trainable_base(base: str, name: str, model_options: Any) -> Any:
+    """The ModelSpec of `base`, if transformers can train it here and `name` is usable."""
+    from .registry import resolve
+
+    spec = resolve(base, model_options)
+    if spec.backend != "hf" or not spec.available:
+        raise GenerationError(
+            f"Fine-tuning needs a transformers model available here; {base!r} is "
+            f"{spec.backend}{'' if spec.available else ' and needs ' + spec.needs}. "
+            "Use tiny-hf, autotriton (from the HF cache) or an HF folder."
+        )
+    if not name.replace("-", "_").isidentifier():
+        raise GenerationError(
+            f"{name!r} is not a usable adapter name; use letters, digits, _ and -."
+        )
+    return spec
+
+
+def keep_adapter(
+    model: Any,
+    name: str,
+    base: str,
+    spec: Any,
+    examples: list[Example],
+    held_out: int,
+    options: Any,
+    metrics: dict[str, Any],
+    run_dir: Path,
+) -> Path:
+    """Save a trained adapter in the registry, drop its run folder, and make the next
+    generation load the base again with it."""
+    from . import registry
+
     info = AdapterInfo(
         name,
         base,
         base_fingerprint(spec.path, spec.gguf_file or None),
         dataset_hash(examples),
-        len(train),
-        len(held),
+        len(examples) - held_out,
+        held_out,
         asdict(options),
-        metrics={
-            k: result[k] for k in ("first_loss", "final_loss", "steps", "tokens_per_s", "seconds")
-        },
+        metrics=metrics,
     )
-    result["adapter"] = str(save_adapter(r["model"], info))
+    path = save_adapter(model, info)
     shutil.rmtree(run_dir, ignore_errors=True)
-    from . import registry
-
-    registry._loaded.clear()  # the next generation loads the base again, with its new adapter
-    return result
+    registry._loaded.clear()
+    return path
