@@ -57,6 +57,13 @@ PRAGMA user_version = 1;
 """
 
 
+BUSY_TIMEOUT_S = 30.0
+
+
+def _locked(e: sqlite3.OperationalError) -> bool:
+    return "locked" in str(e) or "busy" in str(e)
+
+
 class StoreError(RuntimeError):
     """The library cannot do what was asked; the message says why and what to do."""
 
@@ -95,16 +102,43 @@ class Store:
         self.path = Path(path) if path else default_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            self._use_wal()
             self.db.execute("PRAGMA foreign_keys=ON")
             self.db.executescript(SCHEMA)
+        except sqlite3.OperationalError as e:
+            if not _locked(e):
+                raise StoreError(
+                    f"The kernel library {self.path} cannot be opened ({e}); move it "
+                    "aside and a new one will be made."
+                ) from e
+            raise StoreError(
+                f"The kernel library {self.path} stayed locked by another process for "
+                f"{BUSY_TIMEOUT_S:g} s; let the other notebook or command finish, then try again."
+            ) from e
         except sqlite3.DatabaseError as e:
             raise StoreError(
                 f"The kernel library {self.path} cannot be opened ({e}); move it "
                 "aside and a new one will be made."
             ) from e
         self.db.row_factory = sqlite3.Row
+
+    def _use_wal(self) -> None:
+        """Switch a new file to WAL (the mode is kept in the file).
+
+        SQLite answers a mode change that races another connection with "locked" at once,
+        without the busy timeout: two notebooks opening a new library at the same moment
+        do that, so wait here as the timeout would."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                if self.db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                    self.db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as e:
+                if not _locked(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
     def close(self) -> None:
         self.db.close()

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -97,3 +98,32 @@ def test_a_corrupt_library_is_a_clear_error(tmp_path):
     with pytest.raises(StoreError, match="cannot be opened"):
         Store(bad)
     assert load_kernel  # the public entry point exists
+
+
+OPENER = textwrap.dedent("""
+    import os, sys, time
+    from autotriton_jupyter.store import Store
+    while not os.path.exists(sys.argv[2]):  # all openers start together
+        time.sleep(0.001)
+    with Store(sys.argv[1]) as s:
+        s.add_task("t", "source")
+""")
+
+
+def test_notebooks_opening_a_new_library_at_the_same_moment_all_get_it(tmp_path):
+    """The switch to WAL mode races; SQLite answers the loser "locked" at once (seen here:
+    1 of 32 openers failed before the store waited for it)."""
+    for r in range(8):
+        path, go = tmp_path / f"lib{r}.sqlite", tmp_path / f"go{r}"
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", OPENER, str(path), str(go)], stderr=subprocess.PIPE
+            )
+            for _ in range(4)
+        ]
+        time.sleep(0.5)
+        go.touch()
+        errors = [p.communicate(timeout=120)[1].decode() for p in procs]
+        assert [p.returncode for p in procs] == [0] * 4, errors
+        with Store(path) as s:
+            assert s.counts()["tasks"] == 1
