@@ -106,17 +106,13 @@ class Store:
             self._use_wal()
             self.db.execute("PRAGMA foreign_keys=ON")
             self.db.executescript(SCHEMA)
-        except sqlite3.OperationalError as e:
-            if not _locked(e):
-                raise StoreError(
-                    f"The kernel library {self.path} cannot be opened ({e}); move it "
-                    "aside and a new one will be made."
-                ) from e
-            raise StoreError(
-                f"The kernel library {self.path} stayed locked by another process for "
-                f"{BUSY_TIMEOUT_S:g} s; let the other notebook or command finish, then try again."
-            ) from e
         except sqlite3.DatabaseError as e:
+            if isinstance(e, sqlite3.OperationalError) and _locked(e):
+                raise StoreError(
+                    f"The kernel library {self.path} stayed locked by another process for "
+                    f"{BUSY_TIMEOUT_S:g} s; let the other notebook or command finish, then "
+                    "try again."
+                ) from e
             raise StoreError(
                 f"The kernel library {self.path} cannot be opened ({e}); move it "
                 "aside and a new one will be made."
