@@ -38,6 +38,11 @@ def _add_verify_flags(p: argparse.ArgumentParser, seed: bool = True) -> None:
     )
     p.add_argument("--no-timing", action="store_true", help="skip the GPU timing")
     p.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run workers without the OS sandbox (generated code then runs with your privileges)",
+    )
+    p.add_argument(
         "--timeout", type=float, help="seconds allowed per step before a worker is killed"
     )
     if seed:
@@ -68,6 +73,8 @@ def _options(args: argparse.Namespace):
         o.shapes = (args.shapes,)
     if args.no_timing:
         o.timing = False
+    if getattr(args, "no_sandbox", False):
+        o.sandbox = False
     from .task import TaskError
     from .verify.shapes import ShapeError, parse_shapes
 

@@ -64,6 +64,9 @@ class AutotritonMagics(Magics):
     @argument("--inputs", help="forward arguments, a Python expression (with --module)")
     @argument("--init", help="constructor arguments, a Python expression (with --module)")
     @argument("--no-timing", action="store_true", help="skip GPU timing")
+    @argument(
+        "--no-sandbox", action="store_true", help="verify without the OS sandbox (not advised)"
+    )
     @argument("--allow-torch", help="ATen ops forward may run in PyTorch")
     @argument("--shapes", help="also judge at other input shapes, e.g. '33x257 33x257; 1x7 1x7'")
     @argument("--max-tokens", type=int)
@@ -179,6 +182,8 @@ class AutotritonMagics(Magics):
             return
         if args.no_timing:
             vo.timing = False
+        if args.no_sandbox:
+            vo.sandbox = False
         if args.allow_torch:
             vo.allow_torch = tuple(a.strip() for a in args.allow_torch.split(",") if a.strip())
         if args.shapes:

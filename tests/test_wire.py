@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import pickle
 
 import pytest
@@ -55,24 +57,65 @@ def test_malformed_and_pickled_input_is_refused():
             wire.decode(bad)
 
 
-def test_large_messages_spill_to_a_file_that_is_removed(tmp_path):
-    import multiprocessing
-
-    a, b = multiprocessing.Pipe()
+def test_large_messages_travel_as_a_sealed_memory_file():
+    a, b = wire.Channel.pair()
+    open_fds = len(os.listdir("/proc/self/fd"))
     big = torch.randn(600_000)  # 2.4 MB: over the spill threshold
-    wire.send(a, {"x": big}, str(tmp_path))
-    assert len(list(tmp_path.iterdir())) == 1
-    assert torch.equal(wire.recv(b, str(tmp_path))["x"], big)
-    assert list(tmp_path.iterdir()) == []
-    wire.send(a, {"small": 1}, str(tmp_path))
-    assert wire.recv(b, str(tmp_path)) == {"small": 1} and list(tmp_path.iterdir()) == []
+    wire.send(a, {"x": big})
+    assert torch.equal(wire.recv(b)["x"], big)
+    wire.send(a, {"small": 1})
+    assert wire.recv(b) == {"small": 1}
+    assert len(os.listdir("/proc/self/fd")) == open_fds  # the memory file is closed on both sides
 
 
-@pytest.mark.parametrize("name", [b"../../etc/passwd", b"msg-x.bin/../y", b"msg-missing.bin"])
-def test_spill_names_are_validated(tmp_path, name):
-    import multiprocessing
+def _memfd(data: bytes, seal: bool) -> int:
+    fd = os.memfd_create("t", os.MFD_ALLOW_SEALING)
+    os.write(fd, data)
+    if seal:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK)
+    return fd
 
-    a, b = multiprocessing.Pipe()
-    a.send_bytes(wire._SPILL_MARK + name)
-    with pytest.raises(wire.WireError):
-        wire.recv(b, str(tmp_path))
+
+def test_spilled_messages_are_checked_before_they_are_read(tmp_path):
+    a, b = wire.Channel.pair()
+    payload = wire.encode({"ok": True})
+    # Not sealed: the sender could still change it while the judge reads.
+    fd = _memfd(payload, seal=False)
+    a.send_bytes(wire._SPILL_MARK, [fd])
+    with pytest.raises(wire.WireError, match="sealed"):
+        wire.recv(b)
+    # Over the size limit.
+    fd2 = _memfd(payload, seal=True)
+    a.send_bytes(wire._SPILL_MARK, [fd2])
+    with pytest.raises(wire.WireError, match="over"):
+        wire.recv(b, maxlength=len(wire._SPILL_MARK))  # the mark fits, the file does not
+    # Not a memory file at all: a pipe would block the reader forever.
+    r, w = os.pipe()
+    a.send_bytes(wire._SPILL_MARK, [r])
+    with pytest.raises(wire.WireError, match="plain"):
+        wire.recv(b)
+    # The mark without a file.
+    a.send_bytes(wire._SPILL_MARK)
+    with pytest.raises(wire.WireError, match="without"):
+        wire.recv(b)
+    for x in (fd, fd2, r, w):
+        os.close(x)
+
+
+def test_unexpected_descriptors_are_closed_and_refused():
+    a, b = wire.Channel.pair()
+    r, w = os.pipe()
+    a.send_bytes(wire.encode({"ok": True}), [r])
+    before = set(os.listdir("/proc/self/fd"))
+    with pytest.raises(wire.WireError, match="unexpected"):
+        wire.recv(b)
+    assert set(os.listdir("/proc/self/fd")) <= before
+    os.close(r)
+    os.close(w)
+
+
+def test_a_closed_channel_is_end_of_file():
+    a, b = wire.Channel.pair()
+    a.close()
+    with pytest.raises(EOFError):
+        wire.recv(b)

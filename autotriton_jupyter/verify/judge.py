@@ -29,6 +29,7 @@ EventSink = Callable[[str], None]
 # The check a worker's reported error belongs to, by the step that was running.
 STEP_CHECKS = {"load_candidate": "load", "run": "runs", "time_candidate": "timing"}
 MAX_REFERENCES = 4  # reference workers kept alive (one per recent task)
+RETRIES_WHEN_LOST = 2  # runs of a candidate whose worker died with the fork server
 
 
 @dataclass
@@ -47,6 +48,7 @@ class VerifyOptions:
     timing_budget_s: float = 0.3
     memory_limit_gb: float = 0.0
     shapes: tuple[str, ...] = ()  # extra input sets at other shapes (verify/shapes.py)
+    sandbox: bool = True  # run workers in the OS sandbox; off only on the user's word
 
 
 @dataclass
@@ -123,6 +125,7 @@ class Verifier:
             memory_limit=int(limit),
             gpu_fraction=0.9 / (self.parallel + 1) if self.device == "cuda" else 0.0,
             start_timeout=max(120.0, o.timeout),
+            sandbox=o.sandbox,
         )
         self._refs: dict[str, Reference] = {}
         self._refs_lock = threading.Lock()
@@ -143,6 +146,9 @@ class Verifier:
         """Run the reference once for this task: parameters, fresh input sets, outputs."""
         with self._refs_lock:
             ref = self._refs.pop(task.key, None)
+            if ref is not None and not ref.worker.proc.is_alive():
+                self.pool.release(ref.worker)  # lost with its fork server: run it again
+                ref = None
             if ref is None:
                 ref = self._prepare(task)
             self._refs[task.key] = ref  # most recent last
@@ -234,12 +240,25 @@ class Verifier:
 
     # candidates ------------------------------------------------------------------------
     def verify(self, task: Task, candidate: Candidate) -> Report:
-        """Judge one candidate; its trouble becomes a failing check. A broken task raises TaskError."""
+        """Judge one candidate; its trouble becomes a failing check. A broken task raises TaskError.
+
+        A worker lost with the fork server (no fault of the candidate's) is judged again
+        from the start in a fresh worker.
+        """
+        for attempt in range(RETRIES_WHEN_LOST + 1):
+            report = self._verify_once(task, candidate)
+            if not any(c.name == "lost" for c in report.failed()) or attempt == RETRIES_WHEN_LOST:
+                return report
+            self.on_event(f"{report.candidate}: its worker was lost with the fork server; again")
+        return report
+
+    def _verify_once(self, task: Task, candidate: Candidate) -> Report:
         t0 = time.perf_counter()
         o = self.options
         r = Report(
             device=self.device,
             interpreted=self.device == "cpu",
+            sandboxed=self.pool.sandboxed,
             task=task.path or task.name,
             candidate=candidate.path or candidate.name,
         )

@@ -30,6 +30,7 @@ class Report:
     timing: dict[str, Any] | None = None
     device: str = "cpu"
     interpreted: bool = False
+    sandboxed: bool = False  # every worker ran in the OS sandbox (VERIFY.md)
     kernels: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -74,6 +75,7 @@ class Report:
             "timing",
             "device",
             "interpreted",
+            "sandboxed",
             "kernels",
             "notes",
             "errors",
@@ -120,6 +122,8 @@ def format_text(r: Report) -> str:
         )
     mode = "Triton CPU interpreter" if r.interpreted else r.device
     lines.append(f"device: {mode}")
+    if not r.sandboxed:
+        lines.append("sandbox: off (generated code ran with your privileges)")
     t = r.timing
     if t is None:
         why = "" if r.interpreted or r.device == "cpu" else " (not requested or not reached)"

@@ -1,35 +1,48 @@
-"""Worker processes: start, warm spares, timeouts, crash and memory containment, GPU lock.
+"""Worker processes: the sandboxed fork server, warm spares, timeouts, containment, device lock.
 
-Workers come from multiprocessing's fork server, which imports torch and triton
-once; each worker is a fresh fork of it (pristine: nothing a previous candidate did
-is in it), initialises the device on its own, and serves one role before it is
-killed. Spares are started ahead of time, so the device start-up is paid while the
-previous candidate is still running.
+Workers come from our own fork server (forkserver.py), which runs inside a bubblewrap
+sandbox (bwrap.py) and imports torch and triton once; each worker is a fresh fork of
+it (pristine: nothing a previous candidate did is in it), confined in namespaces of
+its own (confine.py), initialises the device on its own, and serves one role before
+it is killed. Spares are started ahead of time, so the device start-up is paid while
+the previous candidate is still running.
+
+The judge holds, for each worker, only the judge's end of a socket, a log file the
+worker writes to, and a pidfd (to kill it and see it end). Workers hold nothing of
+the judge: not its stdout, not its files, not a way to name its process.
 """
 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
+import select
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
 import time
-import types
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from . import wire
+from . import bwrap, wire
+from .bwrap import SandboxUnavailable
+from .gpulock import GpuLock, lock_path
+
+__all__ = ["GpuLock", "Pool", "SandboxUnavailable", "Worker", "WorkerFailure"]
 
 _POLL_S = 0.05
 _MAX_MESSAGE = 4 << 30  # a reply larger than this is refused, spilled or not
+_MAX_LOG = 64 << 20  # a worker that writes more output than this is stopped
+_SCRATCH_BYTES = 1 << 30
 
 
 class WorkerFailure(Exception):
-    """A worker died, hung, ran out of memory, or reported an error."""
+    """A worker died, hung, ran out of memory, or reported an error.
+
+    kind "lost" means the worker died with its fork server, through no fault of its own.
+    """
 
     def __init__(
         self, kind: str, message: str, log: str = "", traceback: str = "", op: str = ""
@@ -53,30 +66,59 @@ def _signal_name(code: int) -> str:
         signal.SIGABRT: "aborted",
         signal.SIGBUS: "bus error",
         signal.SIGFPE: "arithmetic error",
+        signal.SIGXFSZ: "file size limit",
     }.get(sig, "")
     return f"{sig.name}{f' ({meaning})' if meaning else ''}"
 
 
-def _rss_bytes(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return 0
+class _Process:
+    """A worker process as the judge sees it: a pidfd, and the exit status its server reports."""
+
+    def __init__(self, pidfd: int, server: _Server, wid: int) -> None:
+        self.pidfd = pidfd
+        self.server = server
+        self.id = wid
+        self.status: int | None = None
+        self.limit: tuple[str, str] | None = None
+        self.ended = threading.Event()
+
+    def is_alive(self) -> bool:
+        if self.pidfd < 0:
+            return False
+        ready, _, _ = select.select([self.pidfd], [], [], 0)
+        return not ready
+
+    def kill(self) -> None:
+        if self.pidfd >= 0:
+            with contextlib.suppress(ProcessLookupError, OSError):
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        self.server.request_kill(self.id)
+
+    def join(self, timeout: float) -> None:
+        if self.pidfd >= 0:
+            select.select([self.pidfd], [], [], timeout)
+        self.ended.wait(timeout if self.server.alive else 0)
+
+    @property
+    def exitcode(self) -> int | None:
+        if self.status is None:
+            return None
+        return os.waitstatus_to_exitcode(self.status)
+
+    def close(self) -> None:
+        if self.pidfd >= 0:
+            os.close(self.pidfd)
+            self.pidfd = -1
 
 
 class Worker:
-    """One started worker process and the judge's end of its pipe."""
+    """One started worker process and the judge's end of its socket."""
 
-    def __init__(self, proc: Any, conn: Any, log_path: Path, memory_limit: int) -> None:
-        self.spill_dir = str(log_path.parent)
+    def __init__(self, proc: _Process, conn: wire.Channel, log_path: Path, log_fd: int) -> None:
         self.proc = proc
         self.conn = conn
         self.log_path = log_path
-        self.memory_limit = memory_limit
+        self._log_fd = log_fd
         self.ready: dict[str, Any] | None = None
         self.expired = False
         self._deadline = float("inf")
@@ -95,11 +137,17 @@ class Worker:
         self.expired = True
         self.proc.kill()
 
+    def _log_size(self) -> int:
+        try:
+            return os.fstat(self._log_fd).st_size
+        except OSError:
+            return 0
+
     def _receive(self, deadline: float, what: str, timeout: float) -> dict[str, Any]:
         while True:
             if self.conn.poll(_POLL_S):
                 try:
-                    reply = wire.recv(self.conn, self.spill_dir, _MAX_MESSAGE)
+                    reply = wire.recv(self.conn, _MAX_MESSAGE)
                 except (EOFError, OSError):
                     self._raise_dead(what, timeout)
                 except wire.WireError as e:
@@ -111,15 +159,13 @@ class Worker:
                     self.kill()
                     raise WorkerFailure("protocol", "The worker sent a reply of the wrong shape.")
                 return reply
-            if not self.proc.is_alive():
+            if not self.proc.is_alive() or self.proc.limit:
                 self._raise_dead(what, timeout)
-            if self.memory_limit and _rss_bytes(self.proc.pid) > self.memory_limit:
+            if self._log_size() > _MAX_LOG:
                 self.kill()
                 raise WorkerFailure(
-                    "memory",
-                    f"{what} used more than "
-                    f"{self.memory_limit / 2**30:.1f} GiB of host memory and was "
-                    "stopped.",
+                    "output",
+                    f"{what} wrote more than {_MAX_LOG >> 20} MiB of output and was stopped.",
                     self.log_tail(),
                 )
             if time.monotonic() > deadline:
@@ -129,12 +175,19 @@ class Worker:
     def _raise_dead(self, what: str, timeout: float) -> None:
         if self.proc.is_alive():
             self.kill()
-        self.proc.join(1)
+        self.proc.join(2)
+        if self.proc.limit:
+            kind, why = self.proc.limit
+            raise WorkerFailure(kind, f"{what} {why} and was stopped.", self.log_tail())
         if self.expired or time.monotonic() > self._deadline:
             raise WorkerFailure(
                 "timeout",
                 f"{what} did not finish within {timeout:g} s and was stopped.",
                 self.log_tail(),
+            )
+        if self.proc.status is None and not self.proc.server.alive:
+            raise WorkerFailure(
+                "lost", f"{what} was lost: the verifier's fork server ended.", self.log_tail()
             )
         code = self.proc.exitcode
         how = _signal_name(code) if code is not None and code < 0 else f"exit code {code}"
@@ -153,7 +206,7 @@ class Worker:
         try:
             if send is not None:
                 try:
-                    wire.send(self.conn, send, self.spill_dir)
+                    wire.send(self.conn, send)
                 except (BrokenPipeError, OSError):
                     self._raise_dead(what, timeout)
             return self._receive(self._deadline, what, timeout)
@@ -186,94 +239,202 @@ class Worker:
         return reply
 
     def kill(self) -> None:
-        if self.proc.is_alive():
-            self.proc.kill()
+        """Kill the worker and everything it started; wait until they are gone."""
+        self.proc.kill()
         self.proc.join(5)
+        self.conn.close()
+        self.proc.close()
         with contextlib.suppress(OSError):
-            self.conn.close()
-
-
-class GpuLock:
-    """Many holders share the device for correctness runs; timing holds it alone."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._shared = 0
-        self._exclusive = False
-        self._waiting_exclusive = 0
-
-    @contextlib.contextmanager
-    def shared(self) -> Iterator[None]:
-        with self._cond:
-            while self._exclusive or self._waiting_exclusive:
-                self._cond.wait()
-            self._shared += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._shared -= 1
-                self._cond.notify_all()
-
-    @contextlib.contextmanager
-    def exclusive(self) -> Iterator[None]:
-        with self._cond:
-            self._waiting_exclusive += 1
-            while self._exclusive or self._shared:
-                self._cond.wait()
-            self._waiting_exclusive -= 1
-            self._exclusive = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._exclusive = False
-                self._cond.notify_all()
-
-
-_context_lock = threading.Lock()
-_context: Any = None
-
-
-def _forkserver_context() -> Any:
-    """The fork server that preloads torch and triton (started once per process)."""
-    global _context
-    with _context_lock:
-        if _context is None:
-            ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["autotriton_jupyter.verify.worker"])
-            _context = ctx
-        return _context
-
-
-_start_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def _bare_main() -> Iterator[None]:
-    """Hide the caller's __main__ while a worker starts.
-
-    multiprocessing would otherwise re-import the caller's main script (or notebook
-    kernel) inside every worker, running the user's code there again.
-    """
-    saved = sys.modules["__main__"]
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        sys.modules["__main__"] = saved
+            os.close(self._log_fd)
+            self._log_fd = -1
 
 
 # The workers' environment, fixed when the fork server starts:
 # - glibc fills fresh heap allocations with a pattern, and large ones stay on the heap,
 #   so CPU outputs a kernel never wrote hold garbage rather than lucky zeros;
 # - torch.compile (the reference's timing baseline) compiles in-process, since a
-#   daemonic worker may not start a pool of compile processes.
+#   worker may not start a pool of compile processes.
 _WORKER_ENV = {
     "MALLOC_PERTURB_": "165",
     "MALLOC_MMAP_THRESHOLD_": str(32 * 1024 * 1024),
     "TORCHINDUCTOR_COMPILE_THREADS": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
 }
+
+
+class _Server:
+    """The judge's handle on one fork server process (inside the sandbox, or not)."""
+
+    def __init__(self, workdir: Path, sandboxed: bool, start_timeout: float) -> None:
+        self.workdir = workdir
+        self.sandboxed = sandboxed
+        self.alive = False
+        self._ctl: wire.Channel | None = None
+        self._send_lock = threading.Lock()
+        self._pending: dict[int, dict[str, Any]] = {}
+        self._procs: dict[int, _Process] = {}
+        self._cond = threading.Condition()
+        self._popen: subprocess.Popen | None = None
+        self._log = workdir / "forkserver.log"
+        self._start(start_timeout)
+
+    def _argv(self, fd: int) -> list[str]:
+        argv = [
+            sys.executable, "-m", "autotriton_jupyter.verify.forkserver", str(fd),
+            "confined" if self.sandboxed else "plain",
+        ]
+        if not self.sandboxed:
+            return argv
+        exe = bwrap.executable()
+        etc = self.workdir / "etc"
+        bwrap.write_etc(etc, os.getuid(), os.getgid())
+        return bwrap.command(exe or "bwrap", etc, argv)
+
+    def _start(self, timeout: float) -> None:
+        ours, theirs = wire.Channel.pair()
+        env = bwrap.worker_environment({**_WORKER_ENV, "PYTHONPATH": bwrap.package_parent()})
+        argv = self._argv(theirs.fileno())
+        started = threading.Event()
+        failure: list[BaseException] = []
+
+        # bwrap dies with the thread that started it (PR_SET_PDEATHSIG), so a thread that
+        # lives as long as the server starts it and then waits for it.
+        def keeper() -> None:
+            try:
+                with open(self._log, "ab") as log:
+                    self._popen = subprocess.Popen(
+                        argv,
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=log,
+                        pass_fds=(theirs.fileno(),),
+                        env=env,
+                        cwd="/",
+                        start_new_session=True,
+                    )
+            except BaseException as e:
+                failure.append(e)
+                started.set()
+                return
+            started.set()
+            self._popen.wait()
+
+        self._keeper = threading.Thread(target=keeper, name="autotriton-forkserver", daemon=True)
+        self._keeper.start()
+        started.wait()
+        theirs.close()
+        if failure:
+            raise SandboxUnavailable(f"The verifier's fork server could not start: {failure[0]}")
+        self._ctl = ours
+        if not ours.poll(timeout):
+            self.stop()
+            raise SandboxUnavailable(
+                f"The verifier's fork server did not start within {timeout:g} s. {self._log_tail()}"
+            )
+        try:
+            ready = wire.decode(ours.recv_bytes(1 << 20))
+        except (EOFError, OSError, wire.WireError):
+            self.stop()
+            raise SandboxUnavailable(
+                f"The verifier's fork server ended while starting. {self._log_tail()}"
+            ) from None
+        if ready.get("confine_error"):
+            self.stop()
+            raise SandboxUnavailable(
+                "The verifier's sandbox cannot confine its workers on this machine "
+                f"({ready['confine_error']}). {bwrap._HOW_TO_FIX}"
+            )
+        self.import_s = float(ready.get("import_s", 0.0))
+        self.alive = True
+        self._reader = threading.Thread(target=self._read, name="autotriton-forkserver-events", daemon=True)
+        self._reader.start()
+
+    def _log_tail(self) -> str:
+        try:
+            text = self._log.read_text(errors="replace").strip()
+        except OSError:
+            return ""
+        return f"Its output ended with: {text[-800:]}" if text else ""
+
+    def _read(self) -> None:
+        assert self._ctl is not None
+        while True:
+            try:
+                data, fds = self._ctl.recv_message(1 << 20)
+                msg = wire.decode(data)
+            except (EOFError, OSError, wire.WireError):
+                break
+            wid = msg.get("id")
+            event = msg.get("event")
+            with self._cond:
+                if event in ("spawned", "spawn_failed"):
+                    self._pending[wid] = {"event": event, "fds": fds, "error": msg.get("error", "")}
+                    self._cond.notify_all()
+                    continue
+                proc = self._procs.get(wid)
+                if proc is None:
+                    continue
+                if event == "limit":
+                    proc.limit = (str(msg.get("kind", "limit")), str(msg.get("message", "")))
+                elif event == "exited":
+                    proc.status = int(msg.get("status", 0))
+                    proc.ended.set()
+                    self._procs.pop(wid, None)
+            for fd in fds:
+                os.close(fd)
+        with self._cond:
+            self.alive = False
+            for proc in self._procs.values():
+                proc.ended.set()
+            self._cond.notify_all()
+
+    def spawn(self, wid: int, request: dict[str, Any], fds: list[int], timeout: float) -> _Process:
+        """Ask for a worker; its pidfd when it has been forked."""
+        if not self.alive:
+            raise WorkerFailure("lost", "The verifier's fork server has ended.")
+        with self._send_lock:
+            assert self._ctl is not None
+            try:
+                self._ctl.send_bytes(wire.encode({"op": "spawn", "id": wid, **request}), fds)
+            except OSError as e:
+                raise WorkerFailure("lost", f"The verifier's fork server has ended ({e}).") from e
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while wid not in self._pending and self.alive and time.monotonic() < deadline:
+                self._cond.wait(0.5)
+            got = self._pending.pop(wid, None)
+            if got is None:
+                raise WorkerFailure("lost", "The verifier's fork server did not start a worker.")
+            if got["event"] != "spawned" or len(got["fds"]) != 1:
+                for fd in got["fds"]:
+                    os.close(fd)
+                raise WorkerFailure("start", f"A worker could not be started: {got['error']}")
+            proc = _Process(got["fds"][0], self, wid)
+            self._procs[wid] = proc
+            return proc
+
+    def request_kill(self, wid: int) -> None:
+        if not self.alive:
+            return
+        with self._send_lock, contextlib.suppress(OSError, AttributeError):
+            self._ctl.send_bytes(wire.encode({"op": "kill", "id": wid}))  # type: ignore[union-attr]
+
+    def stop(self) -> None:
+        """End the server and, with it, every worker it forked."""
+        if self._ctl is not None:
+            with self._send_lock, contextlib.suppress(OSError):
+                self._ctl.send_bytes(wire.encode({"op": "stop"}))
+        p = self._popen
+        if p is not None and p.poll() is None:
+            with contextlib.suppress(OSError):
+                os.killpg(p.pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                p.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(10)
+        if self._ctl is not None:
+            self._ctl.close()
+        self.alive = False
 
 
 class Pool:
@@ -287,59 +448,81 @@ class Pool:
         memory_limit: int = 0,
         gpu_fraction: float = 0.0,
         start_timeout: float = 120.0,
+        sandbox: bool = True,
     ) -> None:
         self.device = device
         self.spares = spares
         self.memory_limit = memory_limit
         self.gpu_fraction = gpu_fraction
         self.start_timeout = start_timeout
-        self.lock = GpuLock()
+        self.sandboxed = sandbox
+        if sandbox:
+            bwrap.check(bwrap.executable())
+        self.lock = GpuLock(lock_path(device) if device == "cuda" else None)
         self._dir = tempfile.TemporaryDirectory(prefix="autotriton-verify-")
+        os.chmod(self._dir.name, 0o700)
         self._spare: list[Worker] = []
         self._live: set[Worker] = set()
         self._count = 0
         self._starting = 0
         self._mutex = threading.Lock()
+        self._server_lock = threading.Lock()
+        self._server: _Server | None = None
         self._closed = False
+        self.restarts = 0
 
     @property
     def workdir(self) -> Path:
         return Path(self._dir.name)
 
-    def _start(self) -> Worker:
-        ctx = _forkserver_context()
-        from . import worker as worker_module
+    def _fork_server(self) -> _Server:
+        with self._server_lock:
+            if self._closed:
+                raise RuntimeError("the worker pool is closed")
+            if self._server is None or not self._server.alive:
+                if self._server is not None:
+                    self._server.stop()
+                    self.restarts += 1
+                self._server = _Server(self.workdir, self.sandboxed, self.start_timeout)
+            return self._server
 
+    def _limits(self) -> dict[str, int]:
+        cores = os.cpu_count() or 4
+        return {
+            "processes": 32,
+            "threads": 4 * cores + 256,
+            "open_files": 4096,
+            "file_bytes": _MAX_MESSAGE + (256 << 20),
+            "scratch_bytes": _SCRATCH_BYTES,
+            "memory_bytes": int(self.memory_limit),
+        }
+
+    def _start(self) -> Worker:
+        server = self._fork_server()
         with self._mutex:
             self._count += 1
             n = self._count
         log_path = self.workdir / f"worker-{n}.log"
-        parent, child = ctx.Pipe(duplex=True)
-        proc = ctx.Process(
-            target=worker_module.serve,
-            args=(
-                child,
-                self.device,
-                str(self.workdir),
-                str(log_path),
-                self.gpu_fraction,
-            ),
-            daemon=True,
-            name=f"autotriton-worker-{n}",
-        )
-        with _start_lock, _bare_main():
-            saved = {k: os.environ.get(k) for k in _WORKER_ENV}
-            os.environ.update(_WORKER_ENV)
-            try:
-                proc.start()
-            finally:
-                for k, v in saved.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
-        child.close()
-        w = Worker(proc, parent, log_path, self.memory_limit)
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        ours, theirs = wire.Channel.pair()
+        try:
+            proc = server.spawn(
+                n,
+                {
+                    "device": self.device,
+                    "gpu_fraction": self.gpu_fraction,
+                    "limits": self._limits(),
+                },
+                [theirs.fileno(), log_fd],
+                self.start_timeout,
+            )
+        except BaseException:
+            ours.close()
+            os.close(log_fd)
+            raise
+        finally:
+            theirs.close()
+        w = Worker(proc, ours, log_path, log_fd)
         with self._mutex:
             self._live.add(w)
         return w
@@ -364,7 +547,7 @@ class Pool:
             raise RuntimeError("the worker pool is closed")
         with self._mutex:
             w = self._spare.pop(0) if self._spare else None
-        if w is None or not w.proc.is_alive():
+        if w is None or not w.proc.is_alive() or not w.proc.server.alive:
             if w is not None:
                 self.release(w)
             w = self._start()
@@ -379,7 +562,7 @@ class Pool:
             self._live.discard(w)
 
     def close(self) -> None:
-        """Kill every worker, spares included, and remove the scratch folder."""
+        """Kill every worker, spares included, stop the fork server, remove the scratch folder."""
         self._closed = True
         with self._mutex:
             workers = list(self._live)
@@ -387,6 +570,10 @@ class Pool:
             self._spare.clear()
         for w in workers:
             w.kill()
+        with self._server_lock:
+            if self._server is not None:
+                self._server.stop()
+        self.lock.close()
         self._dir.cleanup()
 
     def __enter__(self) -> Pool:

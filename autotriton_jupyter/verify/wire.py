@@ -8,11 +8,15 @@ values and ordinary CPU tensors.
 
 from __future__ import annotations
 
+import array
+import contextlib
+import fcntl
 import json
 import os
-import re
+import select
+import socket
+import stat
 import struct
-import tempfile
 from typing import Any
 
 import torch
@@ -122,7 +126,7 @@ def encode_parts(value: Any) -> list[Any]:
     return [_HEADER.pack(len(header)) + header, *blobs]
 
 
-def decode(data: bytes) -> Any:
+def decode(data: bytes | bytearray) -> Any:
     """Decode what `encode` produced; any malformed input raises WireError, nothing else."""
     try:
         return _decode(data)
@@ -142,7 +146,7 @@ def decode(data: bytes) -> Any:
         raise WireError(f"malformed message ({type(e).__name__})") from None
 
 
-def _decode(data: bytes) -> Any:
+def _decode(data: bytes | bytearray) -> Any:
     try:
         (n,) = _HEADER.unpack_from(data, 0)
         meta = json.loads(data[_HEADER.size : _HEADER.size + n])
@@ -199,46 +203,171 @@ def _decode(data: bytes) -> Any:
     return walk(tree)
 
 
-# Large messages go through a file in a private scratch folder, named on the pipe:
-# a socket pipe moves hundreds of megabytes far more slowly than the page cache.
+# Messages travel on a Unix stream socket as a length header and a body. Large ones
+# travel as a sealed anonymous memory file (memfd) whose descriptor rides along with
+# the header: a socket moves hundreds of megabytes far more slowly than the page
+# cache, and no folder is shared between the judge and a sandboxed worker.
 _SPILL_MARK = b"\x00spill\x00"
 _SPILL_BYTES = 1 << 20
-_SPILL_NAME = re.compile(r"msg-[A-Za-z0-9_]+\.bin")
+_FRAME = struct.Struct("<Q")
+_MAX_FDS = 4
+_SEALS = ("F_SEAL_SEAL", "F_SEAL_SHRINK", "F_SEAL_GROW", "F_SEAL_WRITE")
 
 
-def send(conn: Any, value: Any, spill_dir: str) -> None:
-    """Send one message on a multiprocessing Connection (through spill_dir when large)."""
+class Channel:
+    """One end of a Unix stream socket carrying framed messages, each with optional descriptors."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self._closed = False
+
+    @classmethod
+    def pair(cls) -> tuple[Channel, Channel]:
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        return cls(a), cls(b)
+
+    @classmethod
+    def from_fd(cls, fd: int) -> Channel:
+        return cls(socket.socket(fileno=fd))
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def poll(self, timeout: float = 0.0) -> bool:
+        """True when a message (or end-of-file) can be read without waiting."""
+        ready, _, _ = select.select([self.sock], [], [], max(0.0, timeout))
+        return bool(ready)
+
+    def send_bytes(self, data: bytes, fds: list[int] | tuple[int, ...] = ()) -> None:
+        self.send_parts([data], fds)
+
+    def send_parts(self, parts: list[Any], fds: list[int] | tuple[int, ...] = ()) -> None:
+        size = sum(len(p) for p in parts)
+        header = _FRAME.pack(size)
+        if fds:
+            rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())]
+            self.sock.sendmsg([header], rights)
+        else:
+            self.sock.sendall(header)
+        for p in parts:
+            self.sock.sendall(p)
+
+    def recv_message(self, maxlength: int | None = None) -> tuple[bytearray, list[int]]:
+        """One message and the descriptors that came with it; EOFError at end of stream."""
+        header = bytearray()
+        fds: list[int] = []
+        space = socket.CMSG_SPACE(_MAX_FDS * array.array("i").itemsize)
+        while len(header) < _FRAME.size:
+            data, anc, _flags, _addr = self.sock.recvmsg(_FRAME.size - len(header), space)
+            for level, kind, payload in anc:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    got = array.array("i")
+                    got.frombytes(payload[: len(payload) - len(payload) % got.itemsize])
+                    fds.extend(got)
+            if not data:
+                _close_all(fds)
+                raise EOFError("the other end closed the channel")
+            header += data
+        (size,) = _FRAME.unpack(header)
+        if maxlength is not None and size > maxlength:
+            _close_all(fds)
+            raise WireError(f"a message of {size} bytes is over the {maxlength}-byte limit")
+        try:
+            body = bytearray(size)
+        except MemoryError:
+            _close_all(fds)
+            raise WireError(f"a message of {size} bytes does not fit in memory") from None
+        view = memoryview(body)
+        got_bytes = 0
+        while got_bytes < size:
+            n = self.sock.recv_into(view[got_bytes:])
+            if n == 0:
+                _close_all(fds)
+                raise EOFError("the other end closed the channel mid-message")
+            got_bytes += n
+        return body, fds
+
+    def recv_bytes(self, maxlength: int | None = None) -> bytearray:
+        data, fds = self.recv_message(maxlength)
+        _close_all(fds)
+        return data
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.sock.close()
+
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _spill(parts: list[Any]) -> int:
+    fd = os.memfd_create("autotriton-msg", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        with os.fdopen(os.dup(fd), "wb") as f:
+            for p in parts:
+                f.write(p)
+        seals = 0
+        for name in _SEALS:
+            seals |= getattr(fcntl, name)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def send(conn: Channel, value: Any) -> None:
+    """Send one message on a Channel (as a sealed memory file when large)."""
     parts = encode_parts(value)
     if sum(len(p) for p in parts) <= _SPILL_BYTES:
-        conn.send_bytes(b"".join(parts))
+        conn.send_parts(parts)
         return
-    fd, path = tempfile.mkstemp(dir=spill_dir, prefix="msg-", suffix=".bin")
-    with os.fdopen(fd, "wb") as f:
-        for p in parts:
-            f.write(p)
-    conn.send_bytes(_SPILL_MARK + os.path.basename(path).encode())
+    fd = _spill(parts)
+    try:
+        conn.send_bytes(_SPILL_MARK, [fd])
+    finally:
+        os.close(fd)
 
 
-def recv(conn: Any, spill_dir: str, maxlength: int | None = None) -> Any:
-    """Receive one message sent by `send`; a spilled file is read once and deleted."""
-    data = conn.recv_bytes(maxlength)
-    if data.startswith(_SPILL_MARK):
-        name = data[len(_SPILL_MARK) :].decode(errors="replace")
-        if not _SPILL_NAME.fullmatch(name):
-            raise WireError("a spilled message named an unexpected file")
-        path = os.path.join(spill_dir, name)
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError as e:
-            raise WireError(f"a spilled message cannot be read: {e}") from None
-        try:
-            with os.fdopen(fd, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                if maxlength is not None and size > maxlength:
-                    raise WireError(
-                        f"a spilled message of {size} bytes is over the {maxlength}-byte limit"
-                    )
-                data = f.read()
-        finally:
-            os.unlink(path)
+def recv(conn: Channel, maxlength: int | None = None) -> Any:
+    """Receive one message sent by `send`; a spilled one is read from its memory file."""
+    data, fds = conn.recv_message(maxlength)
+    try:
+        if data == _SPILL_MARK:
+            if len(fds) != 1:
+                raise WireError("a spilled message came without its memory file")
+            data = _read_spilled(fds[0], maxlength)
+        elif fds:
+            raise WireError("a message came with unexpected file descriptors")
+    finally:
+        _close_all(fds)
     return decode(data)
+
+
+def _read_spilled(fd: int, maxlength: int | None) -> bytearray:
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise WireError("a spilled message is not a plain memory file")
+    try:
+        seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+    except OSError:
+        seals = 0
+    if not (seals & fcntl.F_SEAL_WRITE and seals & fcntl.F_SEAL_SHRINK):
+        raise WireError("a spilled message is not sealed against changes")
+    if maxlength is not None and st.st_size > maxlength:
+        raise WireError(
+            f"a spilled message of {st.st_size} bytes is over the {maxlength}-byte limit"
+        )
+    out = bytearray(st.st_size)
+    view = memoryview(out)
+    done = 0
+    while done < st.st_size:
+        n = os.preadv(fd, [view[done:]], done)
+        if n <= 0:
+            raise WireError("a spilled message ended early")
+        done += n
+    return out

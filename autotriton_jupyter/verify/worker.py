@@ -470,18 +470,17 @@ def _use_triton_interpreter() -> None:
     importlib.import_module("triton.language")
 
 
-def _redirect_output(log_path: str) -> None:
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+def _redirect_output(log_fd: int) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.close(log_fd)
 
 
-def serve(conn: Any, device: str, workdir: str, log_path: str, gpu_fraction: float) -> None:
+def serve(conn: wire.Channel, device: str, workdir: str, log_fd: int, gpu_fraction: float) -> None:
     """Worker main loop: init, say ready, then answer commands until told to exit."""
-    _redirect_output(log_path)
+    _redirect_output(log_fd)
     if device == "cpu":
         _use_triton_interpreter()
     t0 = time.perf_counter()
@@ -496,7 +495,7 @@ def serve(conn: Any, device: str, workdir: str, log_path: str, gpu_fraction: flo
         return
     while True:
         try:
-            msg = wire.recv(conn, workdir)
+            msg = wire.recv(conn)
         except (EOFError, OSError):
             return
         op = msg.get("op")
@@ -512,10 +511,6 @@ def serve(conn: Any, device: str, workdir: str, log_path: str, gpu_fraction: flo
                 "traceback": traceback.format_exc()[-3000:],
             }
         try:
-            wire.send(conn, reply, workdir)
+            wire.send(conn, reply)
         except wire.WireError as e:
-            wire.send(
-                conn,
-                {"ok": False, "error": f"the result could not be sent: {_describe(e)}"},
-                workdir,
-            )
+            wire.send(conn, {"ok": False, "error": f"the result could not be sent: {_describe(e)}"})

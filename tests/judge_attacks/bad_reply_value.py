@@ -9,7 +9,7 @@ import autotriton_jupyter.verify.wire as Wire
 w = Wire
 
 
-def _send(conn, value, spill_dir):
+def _send(conn, value):
     header = json.dumps({"tree": {"ok": {"__float__": "oops"}}, "sizes": []}).encode()
     conn.send_bytes(struct.pack("<Q", len(header)) + header)
 

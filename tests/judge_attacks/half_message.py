@@ -9,8 +9,8 @@ import autotriton_jupyter.verify.wire as Wire
 w = Wire
 
 
-def _send(conn, value, spill_dir):
-    os.write(conn.fileno(), struct.pack("!i", 1000))  # announce 1000 bytes, send none
+def _send(conn, value):
+    os.write(conn.fileno(), struct.pack("<Q", 1000))  # announce 1000 bytes, send none
     while True:
         pass
 

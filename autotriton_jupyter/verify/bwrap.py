@@ -1,0 +1,186 @@
+"""The bubblewrap command line that walls the verifier's fork server off from the machine.
+
+Inside: no network, the filesystem read-only, home folders and other users' scratch
+folders hidden (only the Python installation and this package are bound back in),
+a synthetic /etc/passwd, its own /proc and /dev with the GPU's device nodes, no
+capabilities, a new session (no terminal to inject keys into), and death with the
+judge. The sandbox keeps the user's id (its Python may live where only that user can
+read), so for a judge running as root, whatever in /etc only root may read is hidden
+too. Each worker is then confined further (confine.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import stat
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+from ..task import TaskError
+
+# Folders that hold people's files or other programs' scratch: hidden behind empty tmpfs.
+_HIDDEN = (
+    "/home", "/root", "/tmp", "/var/tmp", "/run/user", "/mnt", "/media", "/srv",
+    "/var/mail", "/var/spool", "/var/log", "/var/lib", "/var/backups", "/var/cache",
+)
+# Environment variables a worker may see: the rest (tokens, keys, the user's paths) stays out.
+_ENV_KEEP = ("PATH", "LANG", "LANGUAGE", "TZ", "LD_LIBRARY_PATH", "SSL_CERT_FILE")
+_ENV_PREFIXES = (
+    "LC_", "CUDA_", "NVIDIA_", "TRITON_", "TORCH_", "PYTORCH_", "OMP_", "MKL_", "OPENBLAS_",
+    "NCCL_", "MALLOC_", "TORCHINDUCTOR_",
+)
+_ENV_DROP = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_HOME", "TRITON_DUMP_DIR")
+
+
+class SandboxUnavailable(TaskError):
+    """The OS sandbox cannot be set up on this machine (the message says what to do)."""
+
+
+def executable() -> str | None:
+    """The bwrap program: $AUTOTRITON_BWRAP, else the one on PATH."""
+    return os.environ.get("AUTOTRITON_BWRAP") or shutil.which("bwrap")
+
+
+def _root_only(top: str = "/etc") -> tuple[list[str], list[str]]:
+    """Files and folders under `top` that others may not read: (files, folders)."""
+    files, folders = [], []
+    for dirpath, dirnames, filenames in os.walk(top):
+        for d in list(dirnames):
+            full = os.path.join(dirpath, d)
+            try:
+                mode = os.lstat(full).st_mode
+            except OSError:
+                continue
+            if stat.S_ISLNK(mode):
+                continue
+            if not mode & stat.S_IROTH or not mode & stat.S_IXOTH:
+                folders.append(full)
+                dirnames.remove(d)
+        for f in filenames:
+            full = os.path.join(dirpath, f)
+            try:
+                mode = os.lstat(full).st_mode
+            except OSError:
+                continue
+            if stat.S_ISREG(mode) and not mode & stat.S_IROTH:
+                files.append(full)
+    return files, folders
+
+
+def worker_environment(extra: dict[str, str]) -> dict[str, str]:
+    """The environment the fork server and its workers start with."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if (k in _ENV_KEEP or k.startswith(_ENV_PREFIXES)) and k not in _ENV_DROP
+    }
+    env.update(HOME="/tmp", TMPDIR="/tmp", USER="autotriton", LOGNAME="autotriton")
+    env.update(extra)
+    return env
+
+
+def _python_paths() -> list[str]:
+    """Folders the fork server needs to import this package, torch and triton.
+
+    sys.path[0] (the running script's folder, or the notebook's) is left out, and so is
+    any entry that is itself a hidden folder (such as /tmp or a home folder).
+    """
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(sys.executable).resolve().parent)}
+    paths.update(sysconfig.get_paths().values())
+    paths.update(p for p in sys.path[1:] if p and os.path.isdir(p))
+    paths.add(str(Path(__file__).resolve().parents[1]))  # the package itself
+    paths.discard(package_parent())  # only the package is bound back, not what sits beside it
+    roots = set(_hidden_roots())
+    return sorted(p for p in paths if os.path.isdir(p) and p not in roots and p != "/")
+
+
+def _hidden(path: str) -> bool:
+    return any(path == h or path.startswith(h + "/") for h in _hidden_roots())
+
+
+@functools.lru_cache(maxsize=1)
+def _hidden_roots() -> tuple[str, ...]:
+    roots = list(_HIDDEN)
+    home = os.path.expanduser("~")
+    if home not in ("/", "") and not any(home.startswith(h + "/") for h in roots):
+        roots.append(home)
+    return tuple(r for r in roots if os.path.isdir(r))
+
+
+def command(bwrap: str, etc_dir: Path, argv: list[str]) -> list[str]:
+    """The full bwrap command line that runs argv inside the sandbox."""
+    cmd = [
+        bwrap,
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop", "ALL",
+        # Root may map its own id into a worker's user namespace only with CAP_SETFCAP
+        # (Linux 5.12+). The fork server keeps that one; workers drop it with the rest.
+        *(["--cap-add", "CAP_SETFCAP"] if os.geteuid() == 0 else []),
+        "--ro-bind", "/", "/",
+        "--proc", "/proc",
+        "--dev", "/dev",
+    ]
+    for dev in sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri")):
+        cmd += ["--dev-bind", dev, dev]
+    for root in _hidden_roots():
+        cmd += ["--tmpfs", root]
+    for path in _python_paths():
+        if _hidden(path) and os.path.exists(path):
+            cmd += ["--ro-bind", path, path]
+    for name in ("passwd", "group"):
+        cmd += ["--ro-bind", str(etc_dir / name), f"/etc/{name}"]
+    if os.geteuid() == 0:
+        files, folders = _root_only()
+        for f in files:
+            cmd += ["--ro-bind", "/dev/null", f]
+        for d in folders:
+            cmd += ["--tmpfs", d]
+    cmd += ["--chdir", "/tmp", "--", *argv]
+    return cmd
+
+
+def write_etc(etc_dir: Path, uid: int, gid: int) -> None:
+    """A passwd and group file naming only the sandbox's own user."""
+    etc_dir.mkdir(mode=0o755, exist_ok=True)
+    (etc_dir / "passwd").write_text(f"autotriton:x:{uid}:{gid}::/tmp:/usr/sbin/nologin\n")
+    (etc_dir / "group").write_text(f"autotriton:x:{gid}:\n")
+    for name in ("passwd", "group"):
+        (etc_dir / name).chmod(0o644)
+
+
+def package_parent() -> str:
+    """The folder to put on the fork server's PYTHONPATH so that this package imports."""
+    return str(Path(__file__).resolve().parents[2])
+
+
+_HOW_TO_FIX = (
+    "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
+    "bubblewrap) and allow unprivileged user namespaces, or set AUTOTRITON_BWRAP to its path. "
+    "To verify without the sandbox (generated code then runs with your privileges), pass "
+    "--no-sandbox or set sandbox = false under [verify] in the config file."
+)
+
+
+@functools.lru_cache(maxsize=4)
+def check(bwrap: str | None) -> None:
+    """Raise SandboxUnavailable, saying why and what to do, unless bwrap runs here."""
+    if not bwrap:
+        raise SandboxUnavailable(f"The verifier's sandbox needs bubblewrap (bwrap), which is not installed. {_HOW_TO_FIX}")
+    try:
+        out = subprocess.run(
+            [bwrap, "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
+             "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "/bin/true"],
+            capture_output=True, text=True, timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        raise SandboxUnavailable(f"The verifier's sandbox (bwrap at {bwrap}) cannot start: {e}. {_HOW_TO_FIX}") from e
+    if out.returncode != 0:
+        why = (out.stderr.strip().splitlines() or [f"exit code {out.returncode}"])[-1]
+        raise SandboxUnavailable(f"The verifier's sandbox (bwrap at {bwrap}) cannot start: {why}. {_HOW_TO_FIX}")

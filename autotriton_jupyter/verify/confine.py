@@ -1,0 +1,175 @@
+"""Confine one freshly forked worker inside the sandbox, before any task or candidate code runs.
+
+bubblewrap (sandbox.py) walls the fork server off from the machine: no network, a
+read-only filesystem, its own process tree. The workers it forks share that wall, so
+each one is also walled off from the others and from the server, with the kernel's
+own mechanisms:
+
+- its own user, pid, mount, IPC, UTS and network namespaces: it sees no other
+  worker's processes as its own, cannot signal or trace them, and everything it
+  starts dies with it (it is the init of its pid namespace);
+- a private tmpfs for /tmp and /dev/shm (its scratch, Triton's and inductor's caches),
+  gone with its mount namespace;
+- limits on open files, file sizes and core dumps (processes and memory are watched
+  by the fork server, which sees the whole tree);
+- no privileges: every capability dropped, no way to regain one through exec, and
+  not dumpable (its memory cannot be read or written through /proc by a neighbour).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import signal
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+_NAMESPACES = (
+    CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET
+)
+
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND = 1, 2, 4, 32, 4096
+_MS_REC, _MS_PRIVATE = 16384, 1 << 18
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_CAPBSET_DROP = 1, 4, 24
+_PR_SET_SECUREBITS, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT = 28, 38, 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+# SECBIT_NOROOT, SECBIT_NO_SETUID_FIXUP, SECBIT_NO_CAP_AMBIENT_RAISE, each locked, and
+# SECBIT_KEEP_CAPS locked off: root in the worker's namespace gains nothing by exec.
+_SECUREBITS = 0x01 | 0x02 | 0x04 | 0x08 | 0x20 | 0x40 | 0x80
+_CAP_LAST = 63
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class ConfineError(OSError):
+    """A worker could not be confined; it must not go on to run anything."""
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise ConfineError(err, f"{what}: {os.strerror(err)}")
+
+
+def _unshare(flags: int) -> None:
+    if hasattr(os, "unshare"):  # Python 3.12+
+        try:
+            os.unshare(flags)
+        except OSError as e:
+            raise ConfineError(e.errno, f"unshare: {e.strerror}") from None
+        return
+    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
+
+
+def _mount(source: str, target: str, fstype: str | None, flags: int, data: str | None) -> None:
+    _check(
+        _libc.mount(
+            source.encode(),
+            target.encode(),
+            fstype.encode() if fstype else None,
+            ctypes.c_ulong(flags),
+            data.encode() if data else None,
+        ),
+        f"mount {target}",
+    )
+
+
+def _prctl(option: int, arg: int = 0) -> None:
+    _check(
+        _libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0),
+                    ctypes.c_ulong(0), ctypes.c_ulong(0)),
+        f"prctl {option}",
+    )
+
+
+def enter_namespaces() -> None:
+    """New user, pid, mount, IPC, UTS and network namespaces; the next fork is their init."""
+    uid, gid = os.geteuid(), os.getegid()
+    _prctl(_PR_SET_DUMPABLE, 1)  # the id maps of a non-dumpable process cannot be written
+    _unshare(_NAMESPACES)
+    try:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
+    except OSError as e:
+        raise ConfineError(e.errno, f"writing /proc/self/{name}: {e.strerror}") from None
+    _prctl(_PR_SET_DUMPABLE, 0)
+
+
+def die_with_parent() -> None:
+    """SIGKILL this process when the one that forked it ends."""
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def private_scratch(scratch: str, scratch_bytes: int) -> None:
+    """A private, size-capped tmpfs at `scratch` and on /dev/shm; the shared /tmp read-only.
+
+    Mounts made here stay in this worker's mount namespace and vanish with it.
+    """
+    _mount("none", "/", None, _MS_REC | _MS_PRIVATE, None)
+    size = max(16 << 20, scratch_bytes)
+    for target in (scratch, "/dev/shm"):
+        if os.path.isdir(target):
+            _mount("tmpfs", target, "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={size},mode=1777")
+    parent = os.path.dirname(scratch)
+    _mount("none", parent, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV, None)
+
+
+def set_limits(open_files: int, file_bytes: int, processes: int) -> None:
+    """Hard limits the worker cannot raise again."""
+    for what, value in (
+        (resource.RLIMIT_NOFILE, open_files),
+        (resource.RLIMIT_FSIZE, file_bytes),
+        (resource.RLIMIT_NPROC, processes),  # not enforced for root: the fork server counts too
+        (resource.RLIMIT_CORE, 0),
+    ):
+        soft, hard = resource.getrlimit(what)
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(what, (value, value))
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def drop_privileges(have_capabilities: bool) -> None:
+    """No capabilities now or after any exec, and not dumpable."""
+    if have_capabilities:
+        _prctl(_PR_SET_SECUREBITS, _SECUREBITS)
+        for cap in range(_CAP_LAST + 1):
+            if _libc.prctl(_PR_CAPBSET_DROP, ctypes.c_ulong(cap), 0, 0, 0) != 0:
+                break  # past the kernel's last capability
+    _libc.prctl(_PR_CAP_AMBIENT, ctypes.c_ulong(_PR_CAP_AMBIENT_CLEAR_ALL), 0, 0, 0)
+    header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    _check(_libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
+    _prctl(_PR_SET_NO_NEW_PRIVS, 1)
+    _prctl(_PR_SET_DUMPABLE, 0)
+
+
+def not_dumpable() -> None:
+    """Keep this process's memory and descriptors out of reach through /proc."""
+    _prctl(_PR_SET_DUMPABLE, 0)
+
+
+def prefer_to_be_killed_first() -> None:
+    """If the machine runs out of memory, the kernel kills this worker before anything else."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass

@@ -1,0 +1,368 @@
+"""The fork server: the one process in the sandbox that imports torch and triton, and forks workers.
+
+It runs inside bubblewrap (or, with the sandbox off, as a plain child of the judge)
+and never runs task or candidate code itself. It obeys the judge over one Channel:
+
+    judge -> server  {"op": "spawn", "id", "device", "gpu_fraction", "limits"}
+                       with the worker's socket and its log file as descriptors
+                     {"op": "kill", "id"}
+    server -> judge  {"event": "ready", "import_s", "confine_error"}
+                     {"event": "spawned", "id"} with a pidfd of the worker
+                     {"event": "spawn_failed", "id", "error"}
+                     {"event": "limit", "id", "kind", "message"}
+                     {"event": "exited", "id", "status"}
+
+Each spawn forks a keeper, which (when confined) enters new namespaces and forks the
+worker as their init; the keeper waits for it and reports its wait status. The server
+watches every worker's whole process tree for its process and memory limits, since
+it sees processes that the judge, outside the sandbox, cannot name.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import select
+import shutil
+import signal
+import struct
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import confine, wire
+
+SCRATCH = "/tmp/scratch"  # each confined worker mounts its own private tmpfs here
+_TICK_S = 0.05
+_Q = struct.Struct("<q")
+
+
+@dataclass
+class _Child:
+    id: int
+    keeper: int
+    pipe: int
+    limits: dict[str, Any]
+    worker: int = 0
+    status: int | None = None
+    reported: bool = False
+    killed_for: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _send(ctl: wire.Channel, msg: dict[str, Any], fds: list[int] | None = None) -> None:
+    ctl.send_bytes(wire.encode(msg), fds or [])
+
+
+def _scratch_for(confined: bool) -> str:
+    return SCRATCH if confined else tempfile.mkdtemp(prefix="autotriton-worker-")
+
+
+def _worker_main(
+    sock: int, log_fd: int, msg: dict[str, Any], confined: bool, scratch: str
+) -> None:
+    """In the worker: finish confining, then serve the judge (never returns)."""
+    limits = msg["limits"]
+    if confined:
+        confine.die_with_parent()
+        confine.private_scratch(SCRATCH, limits["scratch_bytes"])
+    else:
+        os.setsid()
+    work = os.path.join(scratch, "work")
+    os.makedirs(work, exist_ok=True)
+    os.environ.update(
+        HOME=scratch,
+        TMPDIR=scratch,
+        XDG_CACHE_HOME=os.path.join(scratch, ".cache"),
+        TRITON_CACHE_DIR=os.path.join(scratch, "triton"),
+        TORCHINDUCTOR_CACHE_DIR=os.path.join(scratch, "inductor"),
+    )
+    tempfile.tempdir = None  # re-read TMPDIR
+    confine.prefer_to_be_killed_first()
+    confine.set_limits(limits["open_files"], limits["file_bytes"], limits["threads"])
+    if confined:
+        confine.drop_privileges(have_capabilities=True)
+    else:
+        confine.not_dumpable()
+    from . import worker
+
+    worker.serve(wire.Channel.from_fd(sock), msg["device"], work, log_fd, msg["gpu_fraction"])
+
+
+def _keeper_main(sock: int, log_fd: int, pipe: int, msg: dict[str, Any], confined: bool) -> None:
+    """In the keeper: enter the worker's namespaces, fork it, report its pid and its end."""
+    keep = sorted({sock, log_fd, pipe})
+    lo = 3
+    for fd in keep:
+        os.closerange(lo, fd)
+        lo = fd + 1
+    os.closerange(lo, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    scratch = _scratch_for(confined)
+    if confined:
+        confine.die_with_parent()
+        confine.enter_namespaces()
+    pid = os.fork()
+    if pid == 0:
+        os.close(pipe)
+        try:
+            _worker_main(sock, log_fd, msg, confined, scratch)
+        except BaseException as e:  # confinement failed: say so in the log, run nothing
+            os.write(log_fd, f"autotriton: the worker could not be confined: {e}\n".encode())
+        os._exit(70)
+    os.close(sock)
+    os.close(log_fd)
+    os.write(pipe, _Q.pack(pid))
+    _, status = os.waitpid(pid, 0)
+    os.write(pipe, _Q.pack(status))
+    if not confined:
+        shutil.rmtree(scratch, ignore_errors=True)
+    os._exit(0)
+
+
+def _probe_confinement() -> str | None:
+    """Try confining a throwaway worker; the reason it failed, or None."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            confine.enter_namespaces()
+            inner = os.fork()
+            if inner == 0:
+                try:
+                    confine.private_scratch(SCRATCH, 16 << 20)
+                    confine.drop_privileges(have_capabilities=True)
+                except BaseException as e:
+                    os.write(w, str(e).encode()[:500])
+                    os._exit(1)
+                os._exit(0)
+            _, status = os.waitpid(inner, 0)
+            os._exit(0 if status == 0 else 1)
+        except BaseException as e:
+            os.write(w, str(e).encode()[:500])
+            os._exit(1)
+    os.close(w)
+    _, status = os.waitpid(pid, 0)
+    with os.fdopen(r, "rb") as f:
+        why = f.read().decode(errors="replace")
+    return None if status == 0 else (why or f"exit status {status}")
+
+
+def _proc_table() -> dict[int, tuple[int, int, int]]:
+    """pid -> (parent pid, resident bytes, threads) for every process this server can see."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    table: dict[int, tuple[int, int, int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                raw = f.read()
+        except OSError:
+            continue
+        rest = raw[raw.rfind(b")") + 2 :].split()
+        try:
+            table[int(name)] = (int(rest[1]), int(rest[21]) * page, int(rest[17]))
+        except (IndexError, ValueError):
+            continue
+    return table
+
+
+def _proportional(pids: list[int]) -> int:
+    """Memory of several processes with pages they share counted once (Pss), in bytes.
+
+    Forked processes share their parent's pages, so adding up their resident sizes
+    would count those pages once per process.
+    """
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+                for line in f:
+                    if line.startswith(b"Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def _tree(root: int, table: dict[int, tuple[int, int, int]]) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    out, todo = [], [root]
+    while todo:
+        p = todo.pop()
+        if p in table:
+            out.append(p)
+            todo.extend(children.get(p, ()))
+    return out
+
+
+class Server:
+    """The fork server's state and event loop."""
+
+    def __init__(self, ctl: wire.Channel, confined: bool) -> None:
+        self.ctl = ctl
+        self.confined = confined
+        self.children: dict[int, _Child] = {}
+
+    def spawn(self, msg: dict[str, Any], fds: list[int]) -> None:
+        if len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            _send(self.ctl, {"event": "spawn_failed", "id": msg.get("id"), "error": "bad request"})
+            return
+        sock, log_fd = fds
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            code = 71
+            try:
+                _keeper_main(sock, log_fd, w, msg, self.confined)
+            except BaseException as e:
+                try:
+                    os.write(log_fd, f"autotriton: the worker could not start: {e}\n".encode())
+                except OSError:
+                    pass
+            os._exit(code)
+        for fd in (sock, log_fd, w):
+            os.close(fd)
+        self.children[pid] = _Child(int(msg["id"]), pid, r, dict(msg["limits"]))
+
+    def kill(self, wid: int) -> None:
+        for c in self.children.values():
+            if c.id == wid and c.worker:
+                self._kill_tree(c)
+
+    def _kill_tree(self, c: _Child) -> None:
+        try:
+            if self.confined:
+                os.kill(c.worker, signal.SIGKILL)  # the init of its pid namespace: all go
+            else:
+                os.killpg(c.worker, signal.SIGKILL)
+        except OSError:
+            pass
+
+    def on_pipe(self, c: _Child) -> None:
+        data = os.read(c.pipe, _Q.size)
+        if len(data) == _Q.size:
+            (value,) = _Q.unpack(data)
+            if not c.worker:
+                c.worker = value
+                try:
+                    pidfd = os.pidfd_open(value)
+                except OSError as e:
+                    _send(self.ctl, {"event": "spawn_failed", "id": c.id, "error": str(e)})
+                    return
+                try:
+                    _send(self.ctl, {"event": "spawned", "id": c.id}, [pidfd])
+                finally:
+                    os.close(pidfd)
+            else:
+                c.status = value
+            return
+        # End of the pipe: the keeper is gone.
+        os.close(c.pipe)
+        _, kstatus = os.waitpid(c.keeper, 0)
+        del self.children[c.keeper]
+        if not c.worker:
+            _send(self.ctl, {"event": "spawn_failed", "id": c.id, "error": f"the worker's keeper ended (status {kstatus})"})
+            return
+        status = c.status if c.status is not None else kstatus
+        _send(self.ctl, {"event": "exited", "id": c.id, "status": status})
+
+    def watch(self) -> None:
+        """Kill any worker whose process tree is over its process or memory limit."""
+        live = [c for c in self.children.values() if c.worker and not c.killed_for]
+        if not live:
+            return
+        table = _proc_table()
+        for c in live:
+            tree = _tree(c.worker, table)
+            procs = len(tree)
+            threads = sum(table[p][2] for p in tree)
+            rss = sum(table[p][1] for p in tree)
+            lim = c.limits
+            why = ""
+            if procs > lim["processes"]:
+                kind, why = "processes", f"started more than {lim['processes']} processes"
+            elif threads > lim["threads"]:
+                kind, why = "processes", f"started more than {lim['threads']} threads"
+            elif lim["memory_bytes"] and rss > lim["memory_bytes"] and (
+                len(tree) == 1 or _proportional(tree) > lim["memory_bytes"]
+            ):
+                kind = "memory"
+                why = f"used more than {lim['memory_bytes'] / 2**30:.1f} GiB of host memory"
+            if why:
+                c.killed_for = kind
+                self._kill_tree(c)
+                _send(self.ctl, {"event": "limit", "id": c.id, "kind": kind, "message": why})
+
+    def shutdown(self) -> None:
+        for c in list(self.children.values()):
+            if c.worker:
+                self._kill_tree(c)
+            try:
+                os.kill(c.keeper, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def loop(self) -> None:
+        while True:
+            pipes = {c.pipe: c for c in self.children.values()}
+            ready, _, _ = select.select([self.ctl.fileno(), *pipes], [], [], _TICK_S)
+            for fd in ready:
+                if fd == self.ctl.fileno():
+                    try:
+                        data, fds = self.ctl.recv_message(1 << 20)
+                        msg = wire.decode(data)
+                    except (EOFError, OSError, wire.WireError):
+                        return  # the judge is gone
+                    op = msg.get("op") if isinstance(msg, dict) else None
+                    if op == "spawn":
+                        self.spawn(msg, fds)
+                    else:
+                        for extra in fds:
+                            os.close(extra)
+                        if op == "kill":
+                            self.kill(int(msg.get("id", -1)))
+                        elif op == "stop":
+                            return
+                elif fd in pipes:
+                    self.on_pipe(pipes[fd])
+            self.watch()
+
+
+def main(argv: list[str]) -> int:
+    ctl = wire.Channel.from_fd(int(argv[1]))
+    confined = argv[2] == "confined"
+    try:
+        confine.not_dumpable()
+        if not confined:
+            confine.die_with_parent()
+    except OSError:
+        pass
+    t0 = time.perf_counter()
+    from . import worker  # noqa: F401  (preloads torch and triton for every fork)
+
+    import_s = time.perf_counter() - t0
+    error = None
+    if confined:
+        os.makedirs(SCRATCH, exist_ok=True)
+        error = _probe_confinement()
+    _send(ctl, {"event": "ready", "import_s": import_s, "confine_error": error, "pid": os.getpid()})
+    server = Server(ctl, confined)
+    try:
+        server.loop()
+    finally:
+        server.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,383 @@
+"""Model-written code cannot touch the user's machine, the judge, or other candidates (issue 12).
+
+Each attack is the honest add_relu kernel with hostile code added at import or in
+forward, judged past the lint (the lint is not what these tests are about): the
+sandbox alone must contain it. What an attack saw, it reports by raising, so the
+test can read it in the report.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from autotriton_jupyter.task import Candidate, Task
+from autotriton_jupyter.verify import Verifier, VerifyOptions
+from autotriton_jupyter.verify.bwrap import SandboxUnavailable
+from autotriton_jupyter.verify.report import Report
+
+from .test_judge_robustness import judge_without_lint
+
+ROOT = Path(__file__).resolve().parents[1]
+HONEST = (ROOT / "tests" / "corpus" / "add_relu" / "pass_masked.py").read_text()
+
+pytestmark = pytest.mark.skipif(
+    sys.platform != "linux", reason="the sandbox is Linux namespaces and bubblewrap"
+)
+
+
+def attack(at_import: str = "", in_forward: str = "") -> Candidate:
+    """The honest kernel plus hostile code; `in_forward` runs before the kernel launch."""
+    src = HONEST.replace("import triton.language as tl\n", "import triton.language as tl\n" + textwrap.dedent(at_import) + "\n", 1)
+    if in_forward:
+        body = textwrap.indent(textwrap.dedent(in_forward), " " * 8)
+        src = src.replace("        x = x.contiguous()\n", body + "\n        x = x.contiguous()\n", 1)
+    return Candidate(src, "attack")
+
+
+def seen(report: Report) -> dict:
+    """What an attack reported by raising `RuntimeError("SEEN" + base64(json))`."""
+    found = re.findall(r"SEEN([A-Za-z0-9+/=]+)", json.dumps(report.to_dict()))
+    assert found, report.reasons
+    return json.loads(base64.b64decode(max(found, key=len)))  # the traceback's is whole
+
+
+@pytest.fixture(scope="module")
+def setup(corpus):
+    task = Task.from_file(corpus / "add_relu" / "task.py")
+    honest = Candidate.from_file(corpus / "add_relu" / "pass_masked.py")
+    with Verifier(VerifyOptions(device="cpu", seed=5, timeout=30, timing=False, parallel=2)) as v:
+        yield v, task, honest
+
+
+def _pids_with(marker: str) -> list[int]:
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as f:
+                    if marker.encode() in f.read():
+                        out.append(int(name))
+            except OSError:
+                pass
+    return out
+
+
+def test_reports_say_the_workers_were_sandboxed(setup):
+    v, task, honest = setup
+    r = v.verify(task, honest)
+    assert r.verdict == "pass" and r.sandboxed
+    assert r.to_dict()["sandboxed"] is True
+
+
+def test_shell_commands_and_writes_leave_no_mark_outside(setup, tmp_path):
+    v, task, honest = setup
+    marks = [tmp_path / "from_shell", tmp_path / "from_python", ROOT / f"mark-{uuid.uuid4().hex}"]
+    import sysconfig
+
+    pth = Path(sysconfig.get_paths()["purelib"]) / f"zz_autotriton_attack_{uuid.uuid4().hex}.pth"
+    cand = attack(
+        at_import=f"""
+        import os
+        os.system("touch {marks[0]}")
+        for p in {[str(m) for m in marks[1:]] + [str(pth)]!r}:
+            try:
+                open(p, "w").write("import os; os.system('touch {marks[0]}')")
+            except OSError:
+                pass
+        """
+    )
+    judge_without_lint(v, task, cand)
+    for m in marks + [pth]:
+        assert not m.exists(), f"the candidate wrote {m}"
+    assert v.verify(task, honest).verdict == "pass"
+
+
+def test_secrets_are_out_of_sight(setup, tmp_path, monkeypatch):
+    v, task, _ = setup
+    cand = attack(
+        in_forward=f"""
+        import os, json
+        found = {{}}
+        for p in ("/etc/shadow", "/etc/passwd", {str(ROOT / "pyproject.toml")!r}):
+            try:
+                found[p] = open(p).read()[:60]
+            except OSError as e:
+                found[p] = "denied"
+        for d in ("/root", "/home", {os.path.expanduser("~")!r}, {str(tmp_path)!r}):
+            try:
+                found[d] = sorted(os.listdir(d))[:5]
+            except OSError:
+                found[d] = "denied"
+        found["env"] = sorted(k for k in os.environ if "SECRET" in k)
+        raise RuntimeError("SEEN" + __import__("base64").b64encode(json.dumps(found).encode()).decode())
+        """
+    )
+    (tmp_path / "id_rsa").write_text("PRIVATE KEY")
+    r = judge_without_lint(v, task, cand)
+    got = seen(r)
+    assert "root:" not in got["/etc/shadow"]
+    assert got["/etc/passwd"].startswith("autotriton:") and got["/etc/passwd"].count("\n") == 1
+    for d in ("/root", "/home", os.path.expanduser("~")):
+        # Only what holds Python itself is bound back into a hidden folder.
+        python = {Path(p).relative_to(d).parts[0] for p in (sys.prefix, sys.base_prefix, *sys.path)
+                  if p.startswith(d + "/")}
+        assert got[d] == "denied" or set(got[d]) <= python, (d, got[d])
+    assert got[str(tmp_path)] in ([], "denied")
+    assert "PRIVATE KEY" not in json.dumps(r.to_dict())
+
+
+def test_no_secret_environment_reaches_a_worker(corpus, monkeypatch):
+    monkeypatch.setenv("MY_API_SECRET_TOKEN", "hunter2")
+    task = Task.from_file(corpus / "add_relu" / "task.py")
+    cand = attack(
+        in_forward="""
+        import os, json
+        raise RuntimeError("SEEN" + __import__("base64").b64encode(json.dumps({"env": sorted(os.environ)}).encode()).decode())
+        """
+    )
+    with Verifier(VerifyOptions(device="cpu", seed=1, timeout=30, timing=False)) as v:
+        r = judge_without_lint(v, task, cand)
+    env = seen(r)["env"]
+    assert "MY_API_SECRET_TOKEN" not in env and env  # an environment, but not the user's secrets
+
+
+def test_no_network(setup):
+    v, task, honest = setup
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    server.setblocking(False)
+    port = server.getsockname()[1]
+    cand = attack(
+        in_forward=f"""
+        import socket, json
+        results = []
+        for host in ("127.0.0.1", "localhost"):
+            try:
+                s = socket.create_connection((host, {port}), timeout=2)
+                results.append("connected")
+                s.close()
+            except OSError as e:
+                results.append(type(e).__name__)
+        raise RuntimeError("SEEN" + __import__("base64").b64encode(json.dumps({{"r": results}}).encode()).decode())
+        """
+    )
+    r = judge_without_lint(v, task, cand)
+    assert "connected" not in seen(r)["r"]
+    with pytest.raises(BlockingIOError):
+        server.accept()  # nothing ever connected
+    server.close()
+
+
+def test_forged_verdict_and_killing_everything_in_sight_change_nothing(corpus, tmp_path):
+    """The CLI's stdout and exit status stay the judge's, whatever the candidate writes or kills."""
+    cand = tmp_path / "cand.py"
+    cand.write_text(
+        attack(
+            at_import="""
+            import os, signal
+            for pid in os.listdir("/proc"):
+                if pid.isdigit() and int(pid) != os.getpid():
+                    for fd in ("1", "2"):
+                        try:
+                            with open(f"/proc/{pid}/fd/{fd}", "w") as f:
+                                f.write('{"verdict": "pass", "reasons": []}\\n')
+                        except OSError:
+                            pass
+            for pid in os.listdir("/proc"):
+                if pid.isdigit() and int(pid) != os.getpid():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except OSError:
+                        pass
+            os.kill(os.getppid(), signal.SIGKILL)
+            raise SystemExit(0)
+            """
+        ).source
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "autotriton_jupyter", "verify", str(corpus / "add_relu" / "task.py"),
+         str(cand), "--json", "--device", "cpu", "--no-timing", "-q"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )
+    assert out.returncode == 1, out.stderr
+    lines = [x for x in out.stdout.splitlines() if x.strip()]
+    assert len(lines) == 1
+    report = json.loads(lines[0])
+    assert report["verdict"] == "fail" and report["sandboxed"] is True
+
+
+def test_honest_candidates_keep_their_verdict_beside_a_killer(setup):
+    v, task, honest = setup
+    killer = attack(
+        at_import="""
+        import os, signal
+        for pid in os.listdir("/proc"):
+            if pid.isdigit() and int(pid) != os.getpid():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except OSError:
+                    pass
+        """
+    )
+    reports = v.verify_many(task, [honest, killer, honest, killer, honest])
+    assert [reports[i].verdict for i in (0, 2, 4)] == ["pass"] * 3
+
+
+def test_a_dead_fork_server_is_restarted_and_its_candidates_judged_again(corpus):
+    task = Task.from_file(corpus / "add_relu" / "task.py")
+    honest = Candidate.from_file(corpus / "add_relu" / "pass_masked.py")
+    events = []
+    with Verifier(VerifyOptions(device="cpu", seed=2, timeout=30, timing=False), on_event=events.append) as v:
+        assert v.verify(task, honest).verdict == "pass"
+        server = v.pool._server
+        os.killpg(server._popen.pid, signal.SIGKILL)  # the reference worker and spares die with it
+        server._popen.wait(10)
+        r = v.verify(task, honest)
+        assert r.verdict == "pass", r.reasons
+        assert v.pool.restarts == 1
+
+
+def test_nothing_outlives_a_worker(setup):
+    v, task, honest = setup
+    tag = f"9{uuid.uuid4().int % 10**8}"
+    cand = attack(
+        at_import=f"""
+        import os
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                os.execv("/bin/sleep", ["sleep", "{tag}"])
+            os._exit(0)
+        for _ in range(20):
+            if os.fork() == 0:
+                os.execv("/bin/sleep", ["sleep", "{tag}"])
+        """
+    )
+    r = judge_without_lint(v, task, cand)
+    assert _pids_with(f"sleep\x00{tag}") == [], r.reasons  # gone with the worker, pool still open
+
+
+def test_a_fork_bomb_is_stopped(setup):
+    v, task, honest = setup
+    cand = attack(
+        at_import="""
+        import os, time
+        for _ in range(400):
+            try:
+                if os.fork() == 0:
+                    time.sleep(60)
+                    os._exit(0)
+            except OSError:
+                break
+        time.sleep(60)
+        """
+    )
+    t0 = time.monotonic()
+    r = judge_without_lint(v, task, cand)
+    assert r.verdict == "fail"
+    assert {c.name for c in r.failed()} & {"processes", "load"}, r.reasons
+    assert time.monotonic() - t0 < 25  # stopped at the limit, not at the 30 s timeout
+    assert v.verify(task, honest).verdict == "pass"
+
+
+def test_candidates_cannot_see_or_poison_each_others_scratch_and_caches(setup):
+    v, task, _ = setup
+    tag = uuid.uuid4().hex
+    writer = attack(
+        at_import=f"""
+        import os
+        for d in (os.environ["TRITON_CACHE_DIR"], os.environ["TMPDIR"], "/tmp", "/dev/shm",
+                  os.environ["TORCHINDUCTOR_CACHE_DIR"]):
+            try:
+                os.makedirs(d, exist_ok=True)
+                open(os.path.join(d, "{tag}"), "w").write("poison")
+            except OSError:
+                pass
+        """
+    )
+    reader = attack(
+        in_forward=f"""
+        import os, json
+        hits = []
+        for root in ("/tmp", "/dev/shm"):
+            for dirpath, dirs, files in os.walk(root):
+                if "{tag}" in files:
+                    hits.append(dirpath)
+        others = []
+        me = os.readlink("/proc/self")  # this worker's number in the sandbox's /proc
+        for pid in os.listdir("/proc"):
+            if pid.isdigit() and pid != me:
+                try:
+                    fds = ["fd/" + n for n in os.listdir(f"/proc/{{pid}}/fd")]
+                except OSError:
+                    fds = ["fd/0", "fd/1", "fd/2", "fd/3"]
+                for what in ["mem", "environ", *fds]:
+                    try:
+                        with open(f"/proc/{{pid}}/{{what}}", "rb") as f:
+                            f.read(1)
+                        others.append(pid + "/" + what)
+                    except OSError:
+                        pass
+        raise RuntimeError("SEEN" + __import__("base64").b64encode(json.dumps({{"hits": hits, "others": others}}).encode()).decode())
+        """
+    )
+    judge_without_lint(v, task, writer)
+    got = seen(judge_without_lint(v, task, reader))
+    assert got["hits"] == []
+    assert got["others"] == []
+
+
+def test_missing_bubblewrap_is_refused_with_a_way_out(corpus, monkeypatch):
+    from autotriton_jupyter.verify import bwrap
+
+    bwrap.check.cache_clear()
+    monkeypatch.setenv("AUTOTRITON_BWRAP", "/nonexistent/bwrap")
+    try:
+        with pytest.raises(SandboxUnavailable) as e:
+            Verifier(VerifyOptions(device="cpu"))
+        assert "bubblewrap" in str(e.value) and "--no-sandbox" in str(e.value)
+        out = subprocess.run(
+            [sys.executable, "-m", "autotriton_jupyter", "verify",
+             str(corpus / "add_relu" / "task.py"), str(corpus / "add_relu" / "pass_masked.py"),
+             "--device", "cpu", "--no-timing", "-q"],
+            capture_output=True, text=True, timeout=300, cwd=ROOT,
+            env={**os.environ, "AUTOTRITON_BWRAP": "/nonexistent/bwrap"},
+        )
+        assert out.returncode == 2 and "bubblewrap" in out.stderr and "Traceback" not in out.stderr
+        # The user's opt-out works, and the report says so.
+        with Verifier(VerifyOptions(device="cpu", sandbox=False, timing=False, seed=3)) as v:
+            r = v.verify(Task.from_file(corpus / "add_relu" / "task.py"),
+                         Candidate.from_file(corpus / "add_relu" / "pass_masked.py"))
+        assert r.verdict == "pass" and r.sandboxed is False
+    finally:
+        bwrap.check.cache_clear()
+
+
+def test_three_verifiers_at_once_give_the_verdicts_of_one(corpus):
+    task = corpus / "add_relu" / "task.py"
+    cands = {"pass_masked": 0, "fail_sub": 1, "cheat02_partial": 1}
+    procs = {
+        name: subprocess.Popen(
+            [sys.executable, "-m", "autotriton_jupyter", "verify", str(task),
+             str(corpus / "add_relu" / f"{name}.py"), "--device", "cpu", "--no-timing", "-q"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        )
+        for name in cands
+    }
+    for name, p in procs.items():
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == cands[name], (name, err)
