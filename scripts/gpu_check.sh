@@ -6,11 +6,11 @@
 #   decode    8B-shape decode benchmark: greedy, sampled, and a batch-8 profile (about 5)
 #   gentests  decode fast-path tests (about 1)
 #   hfdecode  transformers' own StaticCache path, for comparison (about 2)
-#   tests     the verifier's GPU tests (about 3)
+#   tests     the verifier's GPU tests, sandboxed (about 5)
 #   finetune  LoRA training benchmark (about 1)
 #   pipeline  cell to result view with known candidates (about 1.5)
 #   eval      eval twice over examples/tasks and examples/gpu_tasks (about 4)
-#   verify    the verifier's own costs (about 1)
+#   verify    the verifier's own costs, with and without the sandbox (about 2)
 #   cpu       the CPU suite on this machine's software (about 4)
 # generate = decode,gentests,hfdecode; rest = tests,finetune,pipeline,eval,verify;
 # all = both, then cpu.
@@ -24,6 +24,16 @@ case "$WHAT" in
 esac
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.."
+# The verifier's sandbox needs bubblewrap; a GPU machine without a package registry gets
+# it from .deb files carried in .deb/ (apt-get download bubblewrap libcap2 libselinux1).
+if ! command -v bwrap >/dev/null && [ -z "${AUTOTRITON_BWRAP:-}" ] && ls .deb/bubblewrap_*.deb >/dev/null 2>&1; then
+    mkdir -p /tmp/bwrap-root
+    for f in .deb/*.deb; do dpkg -x "$f" /tmp/bwrap-root; done
+    export AUTOTRITON_BWRAP=/tmp/bwrap-root/usr/bin/bwrap
+    if ldd "$AUTOTRITON_BWRAP" | grep -q "not found"; then
+        export LD_LIBRARY_PATH=/tmp/bwrap-root/usr/lib/x86_64-linux-gnu:/tmp/bwrap-root/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    fi
+fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
 AT="$PY -m autotriton_jupyter"
@@ -63,7 +73,7 @@ fi
 
 if want tests; then
     echo "== GPU tests"
-    timeout 240 "$PY" -m pytest tests/gpu -v -p no:cacheprovider --timeout 200 --durations=10 \
+    timeout 420 "$PY" -m pytest tests/gpu -v -p no:cacheprovider --timeout 300 --durations=10 \
         --ignore=tests/gpu/test_gpu_generate.py 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
 fi
 
@@ -105,6 +115,9 @@ if want verify; then
     done
     timeout 90 $AT bench verify examples/tasks/softmax.py "$VAR"/*.py --json \
         > "$OUT/bench-verify.json" 2> "$OUT/bench-verify.log" && show "$OUT/bench-verify.json"
+    echo "== the same without the sandbox (its cost per worker is the difference)"
+    timeout 90 $AT bench verify examples/tasks/softmax.py "$VAR"/*.py --json --no-sandbox \
+        > "$OUT/bench-verify-nosandbox.json" 2> "$OUT/bench-verify-nosandbox.log" && show "$OUT/bench-verify-nosandbox.json"
 fi
 
 if want cpu; then

@@ -1,0 +1,89 @@
+"""On a real GPU: sandboxed workers reach the device, contain attacks, and concurrent verifiers agree."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from autotriton_jupyter.task import Candidate, Task
+from autotriton_jupyter.verify import Verifier, VerifyOptions
+from tests.test_judge_robustness import judge_without_lint
+from tests.test_sandbox import attack
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "corpus"
+
+AUTOTUNED = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+def configs():
+    return [triton.Config({"BLOCK": b}, num_warps=w) for b in (256, 1024) for w in (2, 4)]
+
+
+@triton.autotune(configs=configs(), key=["n"])
+@triton.jit
+def add_relu_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, tl.maximum(x + y, 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        out = torch.empty_like(x)
+        n = x.numel()
+        add_relu_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, out, n)
+        return out
+'''
+
+
+def test_sandboxed_gpu_worker_passes_and_is_timed():
+    task = Task.from_file(CORPUS / "add_relu" / "task.py")
+    with Verifier(VerifyOptions(device="cuda", seed=1)) as v:
+        r = v.verify(task, Candidate.from_file(CORPUS / "add_relu" / "pass_masked.py"))
+    assert r.verdict == "pass", r.reasons
+    assert r.sandboxed and r.timing and r.timing["candidate_ms"] > 0
+
+
+def test_attacks_are_contained_on_the_gpu(tmp_path):
+    task = Task.from_file(CORPUS / "add_relu" / "task.py")
+    mark = tmp_path / "mark"
+    cand = attack(at_import=f'import os\nos.system("touch {mark}")\n')
+    with Verifier(VerifyOptions(device="cuda", seed=2, timing=False)) as v:
+        judge_without_lint(v, task, cand)
+        assert v.verify(task, Candidate.from_file(CORPUS / "add_relu" / "pass_masked.py")).verdict == "pass"
+    assert not mark.exists()
+
+
+def test_three_verifiers_at_once_give_the_verdicts_of_one(tmp_path):
+    """Two notebooks and an eval on one GPU: timing is serialised across processes."""
+    (tmp_path / "autotuned.py").write_text(AUTOTUNED)
+    cands = [CORPUS / "add_relu" / "pass_masked.py", tmp_path / "autotuned.py", CORPUS / "add_relu" / "fail_sub.py"]
+    expected = ["pass", "pass", "fail"]
+
+    def run_all() -> list[str]:
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "autotriton_jupyter", "verify", str(CORPUS / "add_relu" / "task.py"),
+                 str(c), "--json", "-q", "--device", "cuda"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+            )
+            for c in cands
+        ]
+        verdicts = []
+        for p in procs:
+            out, err = p.communicate(timeout=300)
+            verdicts.append(json.loads(out)["verdict"] if out.strip() else f"error: {err[-500:]}")
+        return verdicts
+
+    for _ in range(2):
+        got = run_all()
+        assert got == expected, got
