@@ -381,3 +381,65 @@ def test_three_verifiers_at_once_give_the_verdicts_of_one(corpus):
     for name, p in procs.items():
         _, err = p.communicate(timeout=300)
         assert p.returncode == cands[name], (name, err)
+
+
+def _descendants(root: int) -> set[int]:
+    parents = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    raw = f.read()
+                parents[int(name)] = int(raw[raw.rfind(b")") + 2 :].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    out, todo = set(), [root]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parents.items() if pp == p]
+        out.update(kids)
+        todo.extend(kids)
+    return out
+
+
+def test_a_judge_killed_by_a_signal_leaves_nothing_running(corpus, tmp_path):
+    hang = tmp_path / "hang.py"
+    hang.write_text(attack(in_forward="import time\ntime.sleep(600)").source)
+    judge = subprocess.Popen(
+        [sys.executable, "-m", "autotriton_jupyter", "verify", str(corpus / "add_relu" / "task.py"),
+         str(hang), "--device", "cpu", "--no-timing", "-q", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT,
+    )
+    deadline = time.monotonic() + 120
+    sandbox: set[int] = set()
+    while time.monotonic() < deadline and len(sandbox) < 4:  # bwrap, its init, the server, a worker
+        sandbox = _descendants(judge.pid)
+        time.sleep(0.2)
+    assert len(sandbox) >= 4, sandbox
+    judge.kill()
+    out, _ = judge.communicate(timeout=30)
+    assert out == b""  # no verdict at all, so nothing says pass
+    def running(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                raw = f.read()
+        except OSError:
+            return False
+        return raw[raw.rfind(b")") + 2 :].split()[0] != b"Z"  # a zombie has ended
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(running(p) for p in sandbox):
+        time.sleep(0.2)
+    left = [p for p in sandbox if running(p)]
+    assert left == [], left
+
+
+def test_the_config_file_can_switch_the_sandbox_off(tmp_path, monkeypatch):
+    from autotriton_jupyter.config import load
+
+    cfg = tmp_path / "config.toml"
+    cfg.write_text("[verify]\nsandbox = false\n")
+    monkeypatch.setenv("AUTOTRITON_CONFIG", str(cfg))
+    assert load("verify", VerifyOptions()).sandbox is False
+    cfg.write_text("")
+    assert load("verify", VerifyOptions()).sandbox is True
