@@ -39,13 +39,18 @@ def config_path() -> Path:
 def _coerce(value: Any, current: Any, where: str) -> Any:
     try:
         if isinstance(current, bool):
+            # Switches such as `sandbox` guard the user: anything but a clear yes or no is
+            # refused, never read as truthy or falsy.
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, int) and value in (0, 1):
+                return bool(value)
             if isinstance(value, str):
-                if value.lower() in ("1", "true", "yes", "on"):
+                if value.strip().lower() in ("1", "true", "yes", "on"):
                     return True
-                if value.lower() in ("0", "false", "no", "off"):
+                if value.strip().lower() in ("0", "false", "no", "off"):
                     return False
-                raise ValueError(value)
-            return bool(value)
+            raise ValueError("expected true or false")
         if isinstance(current, tuple):
             items = value.split(",") if isinstance(value, str) else list(value)
             return tuple(s.strip() for s in items if str(s).strip())

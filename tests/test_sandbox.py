@@ -443,3 +443,20 @@ def test_the_config_file_can_switch_the_sandbox_off(tmp_path, monkeypatch):
     assert load("verify", VerifyOptions()).sandbox is False
     cfg.write_text("")
     assert load("verify", VerifyOptions()).sandbox is True
+    from autotriton_jupyter.config import ConfigError
+
+    for bad in ("[]", "2", '"maybe"', "0.0"):  # never read as truthy or falsy
+        cfg.write_text(f"[verify]\nsandbox = {bad}\n")
+        with pytest.raises(ConfigError, match="expected true or false"):
+            load("verify", VerifyOptions())
+
+
+def test_the_fork_server_imports_what_the_judge_imports(tmp_path, monkeypatch):
+    """torch found through PYTHONPATH or a user site must be found in the sandbox too."""
+    from autotriton_jupyter.verify import bwrap
+
+    monkeypatch.syspath_prepend(str(tmp_path))  # sys.path[0] stays the script's folder
+    monkeypatch.setattr(sys, "path", [sys.path[1], sys.path[0], *sys.path[2:]])
+    entries = bwrap.python_path().split(os.pathsep)
+    assert entries[0] == bwrap.package_parent()
+    assert str(tmp_path) in entries

@@ -156,13 +156,27 @@ def write_etc(etc_dir: Path, uid: int, gid: int) -> None:
 
 
 def package_parent() -> str:
-    """The folder to put on the fork server's PYTHONPATH so that this package imports."""
+    """The folder that holds this package (it goes first on the fork server's path)."""
     return str(Path(__file__).resolve().parents[2])
+
+
+def python_path() -> str:
+    """PYTHONPATH for the fork server: this package, then the judge's own import path.
+
+    The judge may find torch through PYTHONPATH or a user site (`pip install --user`),
+    which a plain interpreter in the sandbox (HOME elsewhere) would not search.
+    """
+    entries = [package_parent()]
+    for p in sys.path[1:]:
+        if p and os.path.isdir(p) and p not in entries:
+            entries.append(p)
+    return os.pathsep.join(entries)
 
 
 _HOW_TO_FIX = (
     "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
-    "bubblewrap) and allow unprivileged user namespaces, or set AUTOTRITON_BWRAP to its path. "
+    "bubblewrap), or set AUTOTRITON_BWRAP to its path; it needs user namespaces, which "
+    "current distributions allow. "
     "To verify without the sandbox (generated code then runs with your privileges), pass "
     "--no-sandbox or set sandbox = false under [verify] in the config file."
 )
@@ -172,7 +186,9 @@ _HOW_TO_FIX = (
 def check(bwrap: str | None) -> None:
     """Raise SandboxUnavailable, saying why and what to do, unless bwrap runs here."""
     if not bwrap:
-        raise SandboxUnavailable(f"The verifier's sandbox needs bubblewrap (bwrap), which is not installed. {_HOW_TO_FIX}")
+        raise SandboxUnavailable(
+            f"The verifier's sandbox needs bubblewrap (bwrap), which is not on PATH. {_HOW_TO_FIX}"
+        )
     try:
         out = subprocess.run(
             [bwrap, "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",

@@ -282,7 +282,9 @@ class Verifier:
                 f"atol {o.atol:g}, so correctness cannot be judged; lower --atol or use inputs "
                 "that give larger outputs.",
             )
-        self.on_event(f"{r.candidate}: running in an isolated worker")
+        self.on_event(
+            f"{r.candidate}: running in a {'sandboxed' if self.pool.sandboxed else 'separate (unsandboxed)'} worker"
+        )
         w0 = time.perf_counter()
         w = None
         try:

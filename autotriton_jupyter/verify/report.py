@@ -111,7 +111,7 @@ def format_text(r: Report) -> str:
     c = r.correctness
     if c:
         lines.append(
-            f"correctness: {c.get('runs', 0)} runs on {c.get('input_sets', 0)} fresh input sets, "
+            f"correctness: {c.get('runs', 0)} runs on {c.get('input_sets', 0)} input sets, "
             f"max abs err {c.get('max_abs_err', float('nan')):.3g}, "
             f"max rel err {c.get('max_rel_err', float('nan')):.3g} "
             f"(atol {c.get('atol')}, rtol {c.get('rtol')})"
@@ -122,8 +122,11 @@ def format_text(r: Report) -> str:
         )
     mode = "Triton CPU interpreter" if r.interpreted else r.device
     lines.append(f"device: {mode}")
-    if not r.sandboxed:
-        lines.append("sandbox: off (generated code ran with your privileges)")
+    lines.append(
+        "sandbox: on (bubblewrap; each worker in namespaces of its own)"
+        if r.sandboxed
+        else "sandbox: off (generated code ran with your privileges)"
+    )
     t = r.timing
     if t is None:
         why = "" if r.interpreted or r.device == "cpu" else " (not requested or not reached)"

@@ -292,7 +292,7 @@ class _Server:
 
     def _start(self, timeout: float) -> None:
         ours, theirs = wire.Channel.pair()
-        env = bwrap.worker_environment({**_WORKER_ENV, "PYTHONPATH": bwrap.package_parent()})
+        env = bwrap.worker_environment({**_WORKER_ENV, "PYTHONPATH": bwrap.python_path()})
         argv = self._argv(theirs.fileno())
         started = threading.Event()
         failure: list[BaseException] = []
