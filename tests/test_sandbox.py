@@ -460,3 +460,81 @@ def test_the_fork_server_imports_what_the_judge_imports(tmp_path, monkeypatch):
     entries = bwrap.python_path().split(os.pathsep)
     assert entries[0] == bwrap.package_parent()
     assert str(tmp_path) in entries
+
+
+def _keyctl(*args: int) -> int:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.syscall(ctypes.c_long(250), *[ctypes.c_long(a) for a in args])
+
+
+def test_white_box_escapes_are_closed(setup, tmp_path, monkeypatch):
+    """What a white-box review got through once: each must now be refused by the kernel."""
+    import ctypes
+
+    v, task, honest = setup
+    secret = ROOT / ".probe-secret"
+    secret.write_text("ROOT ONLY")
+    secret.chmod(0o600)
+    sock_path = f"/run/autotriton-test-{uuid.uuid4().hex[:8]}.sock"
+    server = None
+    try:
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(sock_path)
+        server.listen(1)
+        server.setblocking(False)
+    except OSError:
+        server, sock_path = None, ""
+    # A secret in the judge's session keyring.
+    libc = ctypes.CDLL(None, use_errno=True)
+    key = libc.syscall(ctypes.c_long(248), b"user", b"autotriton-test", b"SECRET-KEY", ctypes.c_long(10), ctypes.c_long(-3))
+    probe = attack(
+        in_forward=f"""
+        import os, json, socket, ctypes
+        got = {{}}
+        def attempt(name, fn):
+            try:
+                fn()
+                got[name] = "done"
+            except OSError as e:
+                got[name] = type(e).__name__
+        attempt("sysctl", lambda: open("/proc/sys/kernel/printk_ratelimit", "w").write(open("/proc/sys/kernel/printk_ratelimit").read()))
+        attempt("secret", lambda: open({str(secret)!r}).read())
+        if {sock_path!r}:
+            attempt("host_socket", lambda: socket.socket(socket.AF_UNIX).connect({sock_path!r}))
+        for d in ("/root", "/home", "/var/tmp", "/var/lib", "/dev", "/tmp", "/run"):
+            attempt("write " + d, lambda d=d: open(os.path.join(d, "planted"), "w").write("x"))
+        attempt("fallocate log", lambda: os.posix_fallocate(1, 0, 1 << 30))
+        me = os.readlink("/proc/self")
+        for pid in os.listdir("/proc"):
+            if pid.isdigit() and pid != me:
+                attempt("oom " + pid, lambda pid=pid: open(f"/proc/{{pid}}/oom_score_adj", "w").write("1000"))
+        libc = ctypes.CDLL(None, use_errno=True)
+        found = libc.syscall(ctypes.c_long(250), ctypes.c_long(10), ctypes.c_long(-3), b"user", b"autotriton-test", ctypes.c_long(0))
+        got["keyring"] = "found" if found > 0 else "none"
+        got["ids"] = [os.getuid(), os.getgid(), os.getgroups()]
+        raise RuntimeError("SEEN" + __import__("base64").b64encode(json.dumps(got).encode()).decode())
+        """
+    )
+    connected = False
+    try:
+        got = seen(judge_without_lint(v, task, probe))
+    finally:
+        secret.unlink()
+        if server is not None:
+            try:
+                server.accept()
+                connected = True
+            except BlockingIOError:
+                pass
+            server.close()
+            os.unlink(sock_path)
+        if key > 0:
+            _keyctl(3, key)  # KEYCTL_REVOKE
+    done = {k for k, val in got.items() if val == "done"}
+    assert done == set(), done
+    assert got["keyring"] == "none"
+    if os.geteuid() == 0:
+        assert got["ids"] == [0, 0, []]  # root inside its namespace, nobody outside, no groups
+    assert not connected

@@ -25,7 +25,7 @@ from ..task import TaskError
 
 # Folders that hold people's files or other programs' scratch: hidden behind empty tmpfs.
 _HIDDEN = (
-    "/home", "/root", "/tmp", "/var/tmp", "/run/user", "/mnt", "/media", "/srv",
+    "/home", "/root", "/tmp", "/var/tmp", "/run", "/var/run", "/mnt", "/media", "/srv",
     "/var/mail", "/var/spool", "/var/log", "/var/lib", "/var/backups", "/var/cache",
 )
 # Environment variables a worker may see: the rest (tokens, keys, the user's paths) stays out.
@@ -35,6 +35,8 @@ _ENV_PREFIXES = (
     "NCCL_", "MALLOC_", "TORCHINDUCTOR_",
 )
 _ENV_DROP = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_HOME", "TRITON_DUMP_DIR")
+# Whatever the prefix, these look like credentials (NVIDIA_API_KEY, TORCH_HUB_TOKEN ...).
+_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSW", "CREDENTIAL", "AUTH", "COOKIE", "SESSION")
 
 
 class SandboxUnavailable(TaskError):
@@ -77,7 +79,9 @@ def worker_environment(extra: dict[str, str]) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if (k in _ENV_KEEP or k.startswith(_ENV_PREFIXES)) and k not in _ENV_DROP
+        if (k in _ENV_KEEP or k.startswith(_ENV_PREFIXES))
+        and k not in _ENV_DROP
+        and not any(w in k.upper() for w in _SECRET_WORDS)
     }
     env.update(HOME="/tmp", TMPDIR="/tmp", USER="autotriton", LOGNAME="autotriton")
     env.update(extra)
@@ -109,20 +113,28 @@ def _hidden_roots() -> tuple[str, ...]:
     home = os.path.expanduser("~")
     if home not in ("/", "") and not any(home.startswith(h + "/") for h in roots):
         roots.append(home)
-    return tuple(r for r in roots if os.path.isdir(r))
+    # A symlink (/var/run -> /run) is hidden through its target.
+    return tuple(r for r in roots if os.path.isdir(r) and not os.path.islink(r))
 
 
 def command(bwrap: str, etc_dir: Path, argv: list[str]) -> list[str]:
     """The full bwrap command line that runs argv inside the sandbox."""
+    # As root, bwrap needs no user namespace of its own; without one, the fork server
+    # stays in the machine's, where `nobody` exists to map workers to.
+    unshare = (
+        ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+        if os.geteuid() == 0
+        else ["--unshare-all"]
+    )
     cmd = [
         bwrap,
-        "--unshare-all",
+        *unshare,
         "--die-with-parent",
         "--new-session",
         "--cap-drop", "ALL",
-        # Root may map its own id into a worker's user namespace only with CAP_SETFCAP
-        # (Linux 5.12+). The fork server keeps that one; workers drop it with the rest.
-        *(["--cap-add", "CAP_SETFCAP"] if os.geteuid() == 0 else []),
+        # For a root judge, the fork server maps each worker's root to `nobody` from
+        # outside, which takes these two; workers drop every capability.
+        *(["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"] if os.geteuid() == 0 else []),
         "--ro-bind", "/", "/",
         "--proc", "/proc",
         "--dev", "/dev",
@@ -131,8 +143,18 @@ def command(bwrap: str, etc_dir: Path, argv: list[str]) -> list[str]:
         cmd += ["--dev-bind", dev, dev]
     for root in _hidden_roots():
         cmd += ["--tmpfs", root]
+    made: set[str] = set()
     for path in _python_paths():
         if _hidden(path) and os.path.exists(path):
+            # bwrap would make the folders above it private (0700): workers run as
+            # another user, so make them traversable first.
+            root = next(h for h in _hidden_roots() if path.startswith(h + "/"))
+            parts = Path(path).relative_to(root).parts[:-1]
+            for i in range(1, len(parts) + 1):
+                parent = os.path.join(root, *parts[:i])
+                if parent not in made:
+                    made.add(parent)
+                    cmd += ["--perms", "0755", "--dir", parent]
             cmd += ["--ro-bind", path, path]
     for name in ("passwd", "group"):
         cmd += ["--ro-bind", str(etc_dir / name), f"/etc/{name}"]
@@ -144,6 +166,31 @@ def command(bwrap: str, etc_dir: Path, argv: list[str]) -> list[str]:
             cmd += ["--tmpfs", d]
     cmd += ["--chdir", "/tmp", "--", *argv]
     return cmd
+
+
+def worker_ids() -> tuple[int, int] | None:
+    """(uid, gid) outside the sandbox for a worker's root: `nobody` when the judge is root.
+
+    None when the judge is an ordinary user: workers then keep that user's id, which can
+    write nothing the user could not.
+    """
+    if os.geteuid() != 0:
+        return None
+    import grp
+    import pwd
+
+    try:
+        uid = pwd.getpwnam("nobody").pw_uid
+    except KeyError:
+        uid = 65534
+    gid = 65534
+    for group in ("nogroup", "nobody"):
+        try:
+            gid = grp.getgrnam(group).gr_gid
+            break
+        except KeyError:
+            continue
+    return uid, gid
 
 
 def write_etc(etc_dir: Path, uid: int, gid: int) -> None:

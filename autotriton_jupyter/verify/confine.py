@@ -88,18 +88,56 @@ def _prctl(option: int, arg: int = 0) -> None:
     )
 
 
-def enter_namespaces() -> None:
-    """New user, pid, mount, IPC, UTS and network namespaces; the next fork is their init."""
+def enter_namespaces(mapped_by_parent: bool) -> None:
+    """New user, pid, mount, IPC, UTS and network namespaces; the next fork is their init.
+
+    A process may map only its own id into a namespace it creates. For a judge running as
+    root that id is root, and a worker mapped to the machine's root could write whatever
+    root may (/proc/sys, root's sockets and files); so then the fork server, which holds
+    CAP_SETUID and CAP_SETGID, maps the worker's root to `nobody` from outside
+    (`mapped_by_parent`), and this returns before the maps exist: the caller waits.
+    """
     uid, gid = os.geteuid(), os.getegid()
     _prctl(_PR_SET_DUMPABLE, 1)  # the id maps of a non-dumpable process cannot be written
     _unshare(_NAMESPACES)
+    if mapped_by_parent:
+        return
+    write_id_maps("self", uid, gid, uid, gid, deny_setgroups=True)
+    _prctl(_PR_SET_DUMPABLE, 0)
+
+
+def become_mapped_root() -> None:
+    """After the parent wrote the maps: take the mapped ids for real, with no extra groups.
+
+    Writing a map does not change a process's credentials: until it sets its ids, it
+    still holds the machine's root and root's supplementary groups.
+    """
+    os.setgroups([])
+    os.setresgid(0, 0, 0)
+    os.setresuid(0, 0, 0)
+
+
+def write_id_maps(
+    pid: str,
+    inside_uid: int,
+    inside_gid: int,
+    outside_uid: int,
+    outside_gid: int,
+    deny_setgroups: bool = False,
+) -> None:
+    """Map one id into the user namespace of `pid`.
+
+    A process mapping itself must give up setgroups (the kernel's rule); a parent with
+    CAP_SETGID need not, so the worker can then drop its supplementary groups.
+    """
+    steps = [("setgroups", "deny")] if deny_setgroups else []
+    steps += [("uid_map", f"{inside_uid} {outside_uid} 1"), ("gid_map", f"{inside_gid} {outside_gid} 1")]
     try:
-        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-            with open(f"/proc/self/{name}", "w") as f:
+        for name, text in steps:
+            with open(f"/proc/{pid}/{name}", "w") as f:
                 f.write(text)
     except OSError as e:
-        raise ConfineError(e.errno, f"writing /proc/self/{name}: {e.strerror}") from None
-    _prctl(_PR_SET_DUMPABLE, 0)
+        raise ConfineError(e.errno, f"writing /proc/{pid}/{name}: {e.strerror}") from None
 
 
 def die_with_parent() -> None:
@@ -108,17 +146,62 @@ def die_with_parent() -> None:
 
 
 def private_scratch(scratch: str, scratch_bytes: int) -> None:
-    """A private, size-capped tmpfs at `scratch` and on /dev/shm; the shared /tmp read-only.
+    """A private, size-capped tmpfs at `scratch` and on /dev/shm; every other mount read-only.
 
-    Mounts made here stay in this worker's mount namespace and vanish with it.
+    Mounts made here stay in this worker's mount namespace and vanish with it. The
+    sandbox's own tmpfs folders (its /tmp, the hidden home folders, /dev) are shared by
+    all workers, so they are made read-only here: nothing a worker writes can reach
+    another one.
     """
     _mount("none", "/", None, _MS_REC | _MS_PRIVATE, None)
     size = max(16 << 20, scratch_bytes)
-    for target in (scratch, "/dev/shm"):
+    private = {scratch, "/dev/shm"}
+    for target in sorted(private):
         if os.path.isdir(target):
             _mount("tmpfs", target, "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={size},mode=1777")
-    parent = os.path.dirname(scratch)
-    _mount("none", parent, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV, None)
+    for target, flags, fstype in _mounts():
+        if target in private or flags & _MS_RDONLY:
+            continue
+        try:
+            _mount("none", target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | flags, None)
+        except ConfineError:
+            try:  # a mount locked with strict atime takes that flag back, and nothing else
+                _mount("none", target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | flags | (1 << 24), None)
+            except ConfineError:
+                if fstype in _KERNEL_FS:
+                    continue  # kernel filesystems: no files a worker could leave for another
+                raise
+
+
+_FLAG_NAMES = {"nosuid": _MS_NOSUID, "nodev": _MS_NODEV, "noexec": 8, "ro": _MS_RDONLY,
+               "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}
+
+
+_KERNEL_FS = frozenset(
+    "proc sysfs devpts mqueue cgroup cgroup2 bpf tracefs debugfs securityfs pstore hugetlbfs "
+    "fusectl configfs binfmt_misc nsfs".split()
+)
+
+
+def _mounts() -> list[tuple[str, int, str]]:
+    """(mount point, flags, filesystem type) of every mount this process sees."""
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            head, _, tail = line.partition(" - ")
+            fields = head.split()
+            target = fields[4].encode().decode("unicode_escape")
+            flags = 0
+            for opt in fields[5].split(","):
+                flags |= _FLAG_NAMES.get(opt, 0)
+            out.append((target, flags, tail.split()[0] if tail else ""))
+    return out
+
+
+def new_session_keyring() -> None:
+    """Leave the judge's session keyring (it may hold the user's secrets) for an empty one."""
+    keyctl = 250 if os.uname().machine == "x86_64" else 219
+    _libc.syscall(ctypes.c_long(keyctl), ctypes.c_long(1), None)  # KEYCTL_JOIN_SESSION_KEYRING
 
 
 def set_limits(open_files: int, file_bytes: int, processes: int) -> None:

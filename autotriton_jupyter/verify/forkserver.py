@@ -68,6 +68,7 @@ def _worker_main(
     if confined:
         confine.die_with_parent()
         confine.private_scratch(SCRATCH, limits["scratch_bytes"])
+        confine.new_session_keyring()
     else:
         os.setsid()
     work = os.path.join(scratch, "work")
@@ -91,9 +92,11 @@ def _worker_main(
     worker.serve(wire.Channel.from_fd(sock), msg["device"], work, log_fd, msg["gpu_fraction"])
 
 
-def _keeper_main(sock: int, log_fd: int, pipe: int, msg: dict[str, Any], confined: bool) -> None:
+def _keeper_main(
+    sock: int, log_fd: int, pipe: int, go: int, msg: dict[str, Any], confined: bool, mapped: bool
+) -> None:
     """In the keeper: enter the worker's namespaces, fork it, report its pid and its end."""
-    keep = sorted({sock, log_fd, pipe})
+    keep = sorted({sock, log_fd, pipe, go})
     lo = 3
     for fd in keep:
         os.closerange(lo, fd)
@@ -102,7 +105,14 @@ def _keeper_main(sock: int, log_fd: int, pipe: int, msg: dict[str, Any], confine
     scratch = _scratch_for(confined)
     if confined:
         confine.die_with_parent()
-        confine.enter_namespaces()
+        confine.enter_namespaces(mapped_by_parent=mapped)
+        if mapped:  # the fork server writes our id maps from outside, then says go
+            os.write(pipe, b"U")
+            if os.read(go, 1) != b"G":
+                os._exit(72)
+            confine.become_mapped_root()
+            confine.not_dumpable()
+    os.close(go)
     pid = os.fork()
     if pid == 0:
         os.close(pipe)
@@ -121,33 +131,63 @@ def _keeper_main(sock: int, log_fd: int, pipe: int, msg: dict[str, Any], confine
     os._exit(0)
 
 
-def _probe_confinement() -> str | None:
-    """Try confining a throwaway worker; the reason it failed, or None."""
+def _probe_confinement(map_to: tuple[int, int] | None) -> str | None:
+    """Try confining a throwaway worker the way spawn does; the reason it failed, or None."""
     r, w = os.pipe()
+    go_r, go_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(r)
+        os.close(go_w)
         try:
-            confine.enter_namespaces()
+            confine.enter_namespaces(mapped_by_parent=map_to is not None)
+            if map_to is not None:
+                os.write(w, b"U")
+                if os.read(go_r, 1) != b"G":
+                    os._exit(1)
+                confine.become_mapped_root()
             inner = os.fork()
             if inner == 0:
                 try:
                     confine.private_scratch(SCRATCH, 16 << 20)
+                    confine.new_session_keyring()
                     confine.drop_privileges(have_capabilities=True)
                 except BaseException as e:
-                    os.write(w, str(e).encode()[:500])
+                    os.write(w, b"E" + str(e).encode()[:500])
                     os._exit(1)
                 os._exit(0)
             _, status = os.waitpid(inner, 0)
             os._exit(0 if status == 0 else 1)
         except BaseException as e:
-            os.write(w, str(e).encode()[:500])
+            os.write(w, b"E" + str(e).encode()[:500])
             os._exit(1)
     os.close(w)
+    os.close(go_r)
+    error = None
+    if map_to is not None:
+        error = _map_ids(pid, r, go_w, map_to)
+    os.close(go_w)
     _, status = os.waitpid(pid, 0)
     with os.fdopen(r, "rb") as f:
-        why = f.read().decode(errors="replace")
-    return None if status == 0 else (why or f"exit status {status}")
+        why = f.read().decode(errors="replace").removeprefix("E")
+    if status == 0 and error is None:
+        return None
+    return error or why or f"exit status {status}"
+
+
+def _map_ids(pid: int, pipe: int, go: int, map_to: tuple[int, int]) -> str | None:
+    """Wait until the keeper has its new user namespace, map its root to `map_to`, say go."""
+    ready, _, _ = select.select([pipe], [], [], 30)
+    if not ready or os.read(pipe, 1) != b"U":
+        os.write(go, b"F")
+        return "the worker did not enter its namespaces"
+    try:
+        confine.write_id_maps(str(pid), 0, 0, map_to[0], map_to[1])
+    except OSError as e:
+        os.write(go, b"F")
+        return str(e)
+    os.write(go, b"G")
+    return None
 
 
 def _proc_table() -> dict[int, tuple[int, int, int]]:
@@ -205,9 +245,10 @@ def _tree(root: int, table: dict[int, tuple[int, int, int]]) -> list[int]:
 class Server:
     """The fork server's state and event loop."""
 
-    def __init__(self, ctl: wire.Channel, confined: bool) -> None:
+    def __init__(self, ctl: wire.Channel, confined: bool, map_to: tuple[int, int] | None) -> None:
         self.ctl = ctl
         self.confined = confined
+        self.map_to = map_to  # (uid, gid) a worker's root becomes outside, when not its own
         self.children: dict[int, _Child] = {}
 
     def spawn(self, msg: dict[str, Any], fds: list[int]) -> None:
@@ -218,20 +259,34 @@ class Server:
             return
         sock, log_fd = fds
         r, w = os.pipe()
+        go_r, go_w = os.pipe()
+        mapped = self.confined and self.map_to is not None
         pid = os.fork()
         if pid == 0:
             os.close(r)
+            os.close(go_w)
             code = 71
             try:
-                _keeper_main(sock, log_fd, w, msg, self.confined)
+                _keeper_main(sock, log_fd, w, go_r, msg, self.confined, mapped)
             except BaseException as e:
                 try:
                     os.write(log_fd, f"autotriton: the worker could not start: {e}\n".encode())
                 except OSError:
                     pass
             os._exit(code)
-        for fd in (sock, log_fd, w):
+        for fd in (sock, log_fd, w, go_r):
             os.close(fd)
+        if mapped:
+            assert self.map_to is not None
+            error = _map_ids(pid, r, go_w, self.map_to)
+            if error:
+                os.close(go_w)
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                os.close(r)
+                _send(self.ctl, {"event": "spawn_failed", "id": msg.get("id"), "error": error})
+                return
+        os.close(go_w)
         self.children[pid] = _Child(int(msg["id"]), pid, r, dict(msg["limits"]))
 
     def kill(self, wid: int) -> None:
@@ -341,6 +396,7 @@ class Server:
 def main(argv: list[str]) -> int:
     ctl = wire.Channel.from_fd(int(argv[1]))
     confined = argv[2] == "confined"
+    map_to = tuple(int(x) for x in argv[3].split(":")) if len(argv) > 3 and argv[3] else None
     try:
         confine.not_dumpable()
         if not confined:
@@ -354,9 +410,9 @@ def main(argv: list[str]) -> int:
     error = None
     if confined:
         os.makedirs(SCRATCH, exist_ok=True)
-        error = _probe_confinement()
+        error = _probe_confinement(map_to)  # type: ignore[arg-type]
     _send(ctl, {"event": "ready", "import_s": import_s, "confine_error": error, "pid": os.getpid()})
-    server = Server(ctl, confined)
+    server = Server(ctl, confined, map_to)  # type: ignore[arg-type]
     try:
         server.loop()
     finally:

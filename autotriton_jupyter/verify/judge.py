@@ -30,6 +30,7 @@ EventSink = Callable[[str], None]
 STEP_CHECKS = {"load_candidate": "load", "run": "runs", "time_candidate": "timing"}
 MAX_REFERENCES = 4  # reference workers kept alive (one per recent task)
 RETRIES_WHEN_LOST = 2  # runs of a candidate whose worker died with the fork server
+_REPLY_SLACK = 64 << 20  # a candidate's reply beyond its outputs: observations, notes
 
 
 @dataclass
@@ -348,10 +349,12 @@ class Verifier:
         o = self.options
         seed = ref.seed
         with self.pool.lock.shared():
+            out_bytes = sum(ref.out_nbytes)
             loaded = w.call(
                 "load_candidate",
                 o.timeout,
                 "Loading the candidate",
+                max_reply=_REPLY_SLACK,
                 source=candidate.source,
                 init_inputs=ref.init_inputs,
                 state=ref.state,
@@ -397,6 +400,7 @@ class Verifier:
                 "run",
                 o.timeout,
                 "Running the candidate",
+                max_reply=_REPLY_SLACK + 2 * out_bytes * len(plan),
                 new_sets=[s["inputs"] for s in ref.sets],
                 runs=[{k: p[k] for k in ("set", "slot", "extra_calls") if k in p} for p in plan],
             )
@@ -415,6 +419,7 @@ class Verifier:
                 "time_candidate",
                 max(o.timeout, 300.0),
                 "Timing the candidate",
+                max_reply=_REPLY_SLACK + 2 * sum(ref.out_nbytes) * 6,
                 sets=ref.own_shape,
                 seed=seed ^ 0x5EED,
                 budget_s=o.timing_budget_s,

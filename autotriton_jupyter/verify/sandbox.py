@@ -111,57 +111,90 @@ class _Process:
             self.pidfd = -1
 
 
+class _Output:
+    """A worker's stdout and stderr: a pipe the judge drains, keeping only the end.
+
+    A pipe, not a file: a worker cannot fill the judge's disk (a file's size can be
+    kept small while fallocate reserves gigabytes behind it), and what it writes past
+    the end kept here is only counted.
+    """
+
+    KEEP = 64 << 10
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        os.set_blocking(fd, False)
+        self.tail = bytearray()
+        self.total = 0
+
+    def drain(self) -> None:
+        while self.fd >= 0:
+            try:
+                chunk = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                return
+            if not chunk:
+                return
+            self.total += len(chunk)
+            self.tail += chunk
+            if len(self.tail) > self.KEEP:
+                del self.tail[: len(self.tail) - self.KEEP]
+
+    def text(self, chars: int) -> str:
+        self.drain()
+        return bytes(self.tail[-chars:]).decode("utf-8", "replace")
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            self.drain()
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = -1
+
+
 class Worker:
     """One started worker process and the judge's end of its socket."""
 
-    def __init__(self, proc: _Process, conn: wire.Channel, log_path: Path, log_fd: int) -> None:
+    def __init__(self, proc: _Process, conn: wire.Channel, output: _Output) -> None:
         self.proc = proc
         self.conn = conn
-        self.log_path = log_path
-        self._log_fd = log_fd
+        self.output = output
         self.ready: dict[str, Any] | None = None
         self.expired = False
         self._deadline = float("inf")
 
     def log_tail(self, chars: int = 3000) -> str:
-        """The end of the worker's output (only the end is read, however large the log)."""
-        try:
-            with self.log_path.open("rb") as f:
-                f.seek(0, os.SEEK_END)
-                f.seek(max(0, f.tell() - chars))
-                return f.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
+        """The end of the worker's output (only the last 64 KiB is kept, however much it wrote)."""
+        return self.output.text(chars)
 
     def _expire(self) -> None:
         self.expired = True
         self.proc.kill()
 
-    def _log_size(self) -> int:
-        try:
-            return os.fstat(self._log_fd).st_size
-        except OSError:
-            return 0
-
-    def _receive(self, deadline: float, what: str, timeout: float) -> dict[str, Any]:
+    def _receive(
+        self, deadline: float, what: str, timeout: float, max_reply: int = _MAX_MESSAGE
+    ) -> dict[str, Any]:
         while True:
             if self.conn.poll(_POLL_S):
                 try:
-                    reply = wire.recv(self.conn, _MAX_MESSAGE)
+                    reply = wire.recv(self.conn, max_reply)
                 except (EOFError, OSError):
                     self._raise_dead(what, timeout)
                 except wire.WireError as e:
                     self.kill()
                     raise WorkerFailure(
                         "protocol", f"The worker sent a malformed reply: {e}."
-                    ) from e
+                    ) from None
                 if not isinstance(reply, dict):
                     self.kill()
                     raise WorkerFailure("protocol", "The worker sent a reply of the wrong shape.")
                 return reply
             if not self.proc.is_alive() or self.proc.limit:
                 self._raise_dead(what, timeout)
-            if self._log_size() > _MAX_LOG:
+            self.output.drain()
+            if self.output.total > _MAX_LOG:
                 self.kill()
                 raise WorkerFailure(
                     "output",
@@ -193,7 +226,13 @@ class Worker:
         how = _signal_name(code) if code is not None and code < 0 else f"exit code {code}"
         raise WorkerFailure("crash", f"{what} crashed the worker process ({how}).", self.log_tail())
 
-    def _guarded(self, timeout: float, what: str, send: dict[str, Any] | None) -> dict[str, Any]:
+    def _guarded(
+        self,
+        timeout: float,
+        what: str,
+        send: dict[str, Any] | None,
+        max_reply: int = _MAX_MESSAGE,
+    ) -> dict[str, Any]:
         """Send (optionally) and receive, with a watchdog that kills the worker at the deadline.
 
         The watchdog is what ends a read or write the worker left half done: once the
@@ -209,7 +248,7 @@ class Worker:
                     wire.send(self.conn, send)
                 except (BrokenPipeError, OSError):
                     self._raise_dead(what, timeout)
-            return self._receive(self._deadline, what, timeout)
+            return self._receive(self._deadline, what, timeout, max_reply)
         finally:
             guard.cancel()
 
@@ -224,10 +263,20 @@ class Worker:
             self.ready = msg
         return self.ready
 
-    def call(self, op: str, timeout: float, what: str = "", **payload: Any) -> dict[str, Any]:
-        """Send one command and wait for its reply; failures raise WorkerFailure."""
+    def call(
+        self,
+        op: str,
+        timeout: float,
+        what: str = "",
+        max_reply: int = _MAX_MESSAGE,
+        **payload: Any,
+    ) -> dict[str, Any]:
+        """Send one command and wait for its reply; failures raise WorkerFailure.
+
+        `max_reply` caps the reply at what this step can honestly return.
+        """
         self.wait_ready(timeout)
-        reply = self._guarded(timeout, what or op, {"op": op, **payload})
+        reply = self._guarded(timeout, what or op, {"op": op, **payload}, max_reply)
         if not reply.get("ok"):
             raise WorkerFailure(
                 "error",
@@ -244,9 +293,7 @@ class Worker:
         self.proc.join(5)
         self.conn.close()
         self.proc.close()
-        with contextlib.suppress(OSError):
-            os.close(self._log_fd)
-            self._log_fd = -1
+        self.output.close()
 
 
 # The workers' environment, fixed when the fork server starts:
@@ -279,9 +326,11 @@ class _Server:
         self._start(start_timeout)
 
     def _argv(self, fd: int) -> list[str]:
+        ids = bwrap.worker_ids() if self.sandboxed else None
         argv = [
             sys.executable, "-m", "autotriton_jupyter.verify.forkserver", str(fd),
             "confined" if self.sandboxed else "plain",
+            f"{ids[0]}:{ids[1]}" if ids else "",
         ]
         if not self.sandboxed:
             return argv
@@ -502,8 +551,7 @@ class Pool:
         with self._mutex:
             self._count += 1
             n = self._count
-        log_path = self.workdir / f"worker-{n}.log"
-        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        out_r, out_w = os.pipe()
         ours, theirs = wire.Channel.pair()
         try:
             proc = server.spawn(
@@ -513,16 +561,17 @@ class Pool:
                     "gpu_fraction": self.gpu_fraction,
                     "limits": self._limits(),
                 },
-                [theirs.fileno(), log_fd],
+                [theirs.fileno(), out_w],
                 self.start_timeout,
             )
         except BaseException:
             ours.close()
-            os.close(log_fd)
+            os.close(out_r)
             raise
         finally:
             theirs.close()
-        w = Worker(proc, ours, log_path, log_fd)
+            os.close(out_w)
+        w = Worker(proc, ours, _Output(out_r))
         with self._mutex:
             self._live.add(w)
         return w

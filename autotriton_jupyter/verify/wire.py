@@ -334,8 +334,13 @@ def send(conn: Channel, value: Any) -> None:
 
 
 def recv(conn: Channel, maxlength: int | None = None) -> Any:
-    """Receive one message sent by `send`; a spilled one is read from its memory file."""
+    """Receive one message sent by `send`; a spilled one is read from its memory file.
+
+    A refused message leaves no reference to its bytes behind (none in the exception's
+    traceback either), so a hostile sender cannot make the receiver hold gigabytes.
+    """
     data, fds = conn.recv_message(maxlength)
+    error = None
     try:
         if data == _SPILL_MARK:
             if len(fds) != 1:
@@ -343,9 +348,13 @@ def recv(conn: Channel, maxlength: int | None = None) -> Any:
             data = _read_spilled(fds[0], maxlength)
         elif fds:
             raise WireError("a message came with unexpected file descriptors")
+        return decode(data)
+    except WireError as e:
+        error = str(e)
     finally:
         _close_all(fds)
-    return decode(data)
+    del data
+    raise WireError(error)
 
 
 def _read_spilled(fd: int, maxlength: int | None) -> bytearray:
