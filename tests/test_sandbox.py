@@ -538,3 +538,42 @@ def test_white_box_escapes_are_closed(setup, tmp_path, monkeypatch):
     if os.geteuid() == 0:
         assert got["ids"] == [0, 0, []]  # root inside its namespace, nobody outside, no groups
     assert not connected
+
+
+def test_memory_in_memory_files_and_deep_fork_trees_is_limited_by_the_kernel(corpus):
+    """Memory the fork server's watch cannot see (a memory file) and forks faster than it looks."""
+    from autotriton_jupyter.verify.cgroups import Limits
+
+    probe = Limits("probe")
+    if not probe.available:
+        pytest.skip("control groups cannot be created here (not root, or none writable)")
+    probe.close()
+    task = Task.from_file(corpus / "add_relu" / "task.py")
+    memfd = attack(
+        at_import="""
+        import os
+        fd = os.memfd_create("hoard")
+        block = b"x" * (1 << 24)
+        for _ in range(128):  # 2 GiB, never mapped, so never resident
+            os.write(fd, block)
+        """
+    )
+    tree = attack(
+        at_import="""
+        import os, time
+        for _ in range(14):  # a tree 14 forks deep: 16384 processes if nothing stops it
+            try:
+                os.fork()
+            except OSError:
+                break
+        time.sleep(30)
+        """
+    )
+    opts = VerifyOptions(device="cpu", seed=6, timeout=60, timing=False, memory_limit_gb=0.75)
+    with Verifier(opts) as v:
+        r = judge_without_lint(v, task, memfd)
+        assert {c.name for c in r.failed()} & {"memory"}, r.reasons
+        t0 = time.monotonic()
+        r = judge_without_lint(v, task, tree)
+        assert r.verdict == "fail" and time.monotonic() - t0 < 40, r.reasons
+        assert v.verify(task, Candidate.from_file(corpus / "add_relu" / "pass_masked.py")).verdict == "pass"

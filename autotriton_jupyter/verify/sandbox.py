@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from . import bwrap, wire
+from .cgroups import Limits
 from .bwrap import SandboxUnavailable
 from .gpulock import GpuLock, lock_path
 
@@ -81,6 +82,18 @@ class _Process:
         self.status: int | None = None
         self.limit: tuple[str, str] | None = None
         self.ended = threading.Event()
+
+    def host_pid(self) -> int | None:
+        """This worker's pid as the judge's /proc numbers it (from the pidfd's fdinfo)."""
+        try:
+            with open(f"/proc/self/fdinfo/{self.pidfd}") as f:
+                for line in f:
+                    if line.startswith("Pid:"):
+                        pid = int(line.split()[1])
+                        return pid if pid > 0 else None
+        except (OSError, ValueError):
+            pass
+        return None
 
     def is_alive(self) -> bool:
         if self.pidfd < 0:
@@ -157,10 +170,13 @@ class _Output:
 class Worker:
     """One started worker process and the judge's end of its socket."""
 
-    def __init__(self, proc: _Process, conn: wire.Channel, output: _Output) -> None:
+    def __init__(
+        self, proc: _Process, conn: wire.Channel, output: _Output, group: tuple[Limits, str] | None = None
+    ) -> None:
         self.proc = proc
         self.conn = conn
         self.output = output
+        self.group = group  # its control group, when the kernel enforces its limits
         self.ready: dict[str, Any] | None = None
         self.expired = False
         self._deadline = float("inf")
@@ -206,6 +222,13 @@ class Worker:
                 self._raise_dead(what, timeout)
 
     def _raise_dead(self, what: str, timeout: float) -> None:
+        self.proc.join(0.2)  # a process the kernel just killed: let its group's counters settle
+        if self.group is not None and self.proc.limit is None:
+            limits, name = self.group
+            if limits.out_of_memory(name):
+                self.proc.limit = ("memory", "used more memory than its limit (the kernel stopped it)")
+            elif limits.hit_process_limit(name) and not self.expired:
+                self.proc.limit = ("processes", "tried to start more processes than its limit")
         if self.proc.is_alive():
             self.kill()
         self.proc.join(2)
@@ -294,6 +317,9 @@ class Worker:
         self.conn.close()
         self.proc.close()
         self.output.close()
+        if self.group is not None:
+            limits, name = self.group
+            limits.remove(name)
 
 
 # The workers' environment, fixed when the fork server starts:
@@ -519,6 +545,7 @@ class Pool:
         self._server: _Server | None = None
         self._closed = False
         self.restarts = 0
+        self.limits = Limits(f"{os.getpid()}-{id(self):x}") if sandbox else None
 
     @property
     def workdir(self) -> Path:
@@ -571,7 +598,14 @@ class Pool:
         finally:
             theirs.close()
             os.close(out_w)
-        w = Worker(proc, ours, _Output(out_r))
+        group = None
+        if self.limits is not None and self.limits.available:
+            pid = proc.host_pid()
+            lim = self._limits()
+            name = f"w{n}"
+            if pid and self.limits.attach(name, pid, lim["memory_bytes"], lim["threads"]):
+                group = (self.limits, name)
+        w = Worker(proc, ours, _Output(out_r), group)
         with self._mutex:
             self._live.add(w)
         return w
@@ -622,6 +656,8 @@ class Pool:
         with self._server_lock:
             if self._server is not None:
                 self._server.stop()
+        if self.limits is not None:
+            self.limits.close()
         self.lock.close()
         self._dir.cleanup()
 
