@@ -54,11 +54,12 @@ def seen(report: Report) -> dict:
     return json.loads(base64.b64decode(max(found, key=len)))  # the traceback's is whole
 
 
-@pytest.fixture(scope="module")
-def setup(corpus):
+@pytest.fixture(scope="module", params=["pid namespace", "no pid namespace (as on a GPU)"])
+def setup(corpus, request):
     task = Task.from_file(corpus / "add_relu" / "task.py")
     honest = Candidate.from_file(corpus / "add_relu" / "pass_masked.py")
     with Verifier(VerifyOptions(device="cpu", seed=5, timeout=30, timing=False, parallel=2)) as v:
+        v.pool.pid_namespace = request.param == "pid namespace"
         yield v, task, honest
 
 

@@ -168,29 +168,21 @@ def command(bwrap: str, etc_dir: Path, argv: list[str]) -> list[str]:
     return cmd
 
 
-def worker_ids() -> tuple[int, int] | None:
-    """(uid, gid) outside the sandbox for a worker's root: `nobody` when the judge is root.
+# Workers of a root judge get ids from here up, one each (far above any real user's).
+WORKER_ID_BASE = 0x7F000000
 
-    None when the judge is an ordinary user: workers then keep that user's id, which can
-    write nothing the user could not.
+
+def worker_ids() -> tuple[int, int] | None:
+    """The first (uid, gid) outside the sandbox for a worker's root, when the judge is root.
+
+    Each worker then gets ids of its own from there, so no two workers can signal or
+    read each other even without a pid namespace, and none can write what root could.
+    None when the judge is an ordinary user: workers then keep that user's id, which
+    can write nothing the user could not.
     """
     if os.geteuid() != 0:
         return None
-    import grp
-    import pwd
-
-    try:
-        uid = pwd.getpwnam("nobody").pw_uid
-    except KeyError:
-        uid = 65534
-    gid = 65534
-    for group in ("nogroup", "nobody"):
-        try:
-            gid = grp.getgrnam(group).gr_gid
-            break
-        except KeyError:
-            continue
-    return uid, gid
+    return WORKER_ID_BASE, WORKER_ID_BASE
 
 
 def write_etc(etc_dir: Path, uid: int, gid: int) -> None:

@@ -88,7 +88,7 @@ def _prctl(option: int, arg: int = 0) -> None:
     )
 
 
-def enter_namespaces(mapped_by_parent: bool) -> None:
+def enter_namespaces(mapped_by_parent: bool, pid_namespace: bool = True) -> None:
     """New user, pid, mount, IPC, UTS and network namespaces; the next fork is their init.
 
     A process may map only its own id into a namespace it creates. For a judge running as
@@ -99,7 +99,7 @@ def enter_namespaces(mapped_by_parent: bool) -> None:
     """
     uid, gid = os.geteuid(), os.getegid()
     _prctl(_PR_SET_DUMPABLE, 1)  # the id maps of a non-dumpable process cannot be written
-    _unshare(_NAMESPACES)
+    _unshare(_NAMESPACES if pid_namespace else _NAMESPACES & ~CLONE_NEWPID)
     if mapped_by_parent:
         return
     write_id_maps("self", uid, gid, uid, gid, deny_setgroups=True)
@@ -138,6 +138,16 @@ def write_id_maps(
                 f.write(text)
     except OSError as e:
         raise ConfineError(e.errno, f"writing /proc/{pid}/{name}: {e.strerror}") from None
+
+
+def adopt_orphans() -> None:
+    """Become the parent of every orphan below this process (PR_SET_CHILD_SUBREAPER).
+
+    Where a worker cannot have a pid namespace of its own (CUDA's driver refuses to work
+    in one whose /proc it cannot see), its keeper adopts whatever the worker leaves
+    behind, even after setsid, and ends it with the worker.
+    """
+    _prctl(36, 1)
 
 
 def die_with_parent() -> None:

@@ -103,9 +103,10 @@ def _keeper_main(
         lo = fd + 1
     os.closerange(lo, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
     scratch = _scratch_for(confined)
+    pid_ns = confined and bool(msg.get("pid_namespace", True))
     if confined:
         confine.die_with_parent()
-        confine.enter_namespaces(mapped_by_parent=mapped)
+        confine.enter_namespaces(mapped_by_parent=mapped, pid_namespace=pid_ns)
         if mapped:  # the fork server writes our id maps from outside, then says go
             os.write(pipe, b"U")
             if os.read(go, 1) != b"G":
@@ -113,6 +114,8 @@ def _keeper_main(
             confine.become_mapped_root()
             confine.not_dumpable()
     os.close(go)
+    if not pid_ns:
+        confine.adopt_orphans()
     pid = os.fork()
     if pid == 0:
         os.close(pipe)
@@ -125,10 +128,34 @@ def _keeper_main(
     os.close(log_fd)
     os.write(pipe, _Q.pack(pid))
     _, status = os.waitpid(pid, 0)
+    if not pid_ns:
+        _end_adopted()
     os.write(pipe, _Q.pack(status))
     if not confined:
         shutil.rmtree(scratch, ignore_errors=True)
     os._exit(0)
+
+
+def _end_adopted() -> None:
+    """Kill and reap every process left below this one (the worker's orphans), until none."""
+    me = os.getpid()
+    for _ in range(1000):
+        kids = [p for p, (ppid, _, _) in _proc_table().items() if ppid == me]
+        if not kids:
+            return
+        for p in kids:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        while True:
+            try:
+                done, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if done == 0:
+                time.sleep(0.01)
+                break
 
 
 def _probe_confinement(map_to: tuple[int, int] | None) -> str | None:
@@ -173,6 +200,12 @@ def _probe_confinement(map_to: tuple[int, int] | None) -> str | None:
     if status == 0 and error is None:
         return None
     return error or why or f"exit status {status}"
+
+
+def _worker_ids(base: tuple[int, int], wid: int) -> tuple[int, int]:
+    """Each worker its own uid and gid outside: no two can signal or read each other."""
+    offset = 1 + wid % (1 << 20)
+    return base[0] + offset, base[1] + offset
 
 
 def _map_ids(pid: int, pipe: int, go: int, map_to: tuple[int, int]) -> str | None:
@@ -278,7 +311,7 @@ class Server:
             os.close(fd)
         if mapped:
             assert self.map_to is not None
-            error = _map_ids(pid, r, go_w, self.map_to)
+            error = _map_ids(pid, r, go_w, _worker_ids(self.map_to, int(msg["id"])))
             if error:
                 os.close(go_w)
                 os.kill(pid, signal.SIGKILL)
@@ -334,11 +367,12 @@ class Server:
     def watch(self) -> None:
         """Kill any worker whose process tree is over its process or memory limit."""
         live = [c for c in self.children.values() if c.worker and not c.killed_for]
+        # From the keeper: a worker without a pid namespace leaves its orphans to it.
         if not live:
             return
         table = _proc_table()
         for c in live:
-            tree = _tree(c.worker, table)
+            tree = [p for p in _tree(c.keeper, table) if p != c.keeper]
             procs = len(tree)
             threads = sum(table[p][2] for p in tree)
             rss = sum(table[p][1] for p in tree)

@@ -546,6 +546,10 @@ class Pool:
         self._closed = False
         self.restarts = 0
         self.limits = Limits(f"{os.getpid()}-{id(self):x}") if sandbox else None
+        # CUDA's driver fails (error 304) in a pid namespace whose /proc it cannot see, and
+        # the sandbox's /proc cannot be mounted again for each worker; GPU workers go
+        # without one (their keeper adopts and ends what they leave behind).
+        self.pid_namespace = device != "cuda"
 
     @property
     def workdir(self) -> Path:
@@ -587,6 +591,7 @@ class Pool:
                     "device": self.device,
                     "gpu_fraction": self.gpu_fraction,
                     "limits": self._limits(),
+                    "pid_namespace": self.pid_namespace,
                 },
                 [theirs.fileno(), out_w],
                 self.start_timeout,
