@@ -92,8 +92,11 @@ _ALL_PUBLIC = (
     "torch.nn.functional",
     "torch.nn.init",
 )
+# Triton's language is a DSL whose names come and go between versions (tl.advance left in
+# 3.9): any public name under these is allowed, present here or not, except the internals.
+OPEN_NAMESPACES = ("triton.language",)
 # Submodules of allowed modules that are still out: internals, hooks, other compilers.
-_DENIED_PATHS = frozenset(
+DENIED_PATHS = frozenset(
     """
     triton.language.core triton.language.semantic triton.language.standard
     torch.nn.utils torch.nn.modules torch.nn.parallel torch.nn.attention torch.nn.parameter
@@ -124,7 +127,7 @@ def module_names() -> dict[str, frozenset[str]]:
         except ImportError:
             continue
         names.setdefault(path, set()).update(
-            n for n in dir(mod) if not n.startswith("_") and f"{path}.{n}" not in _DENIED_PATHS
+            n for n in dir(mod) if not n.startswith("_") and f"{path}.{n}" not in DENIED_PATHS
         )
     names["triton.language"] -= {"core", "semantic", "standard"}
     return {k: frozenset(v) for k, v in names.items()}
@@ -165,6 +168,8 @@ VALUE_ATTRS = frozenset(
     set_materialize_grads apply
     warmup
     real imag
+    element_ty primitive_bitwidth scalar value is_floating is_int is_int_signed is_fp16
+    is_bf16 is_fp32 is_fp64 is_ptr is_block trans
     """.split()
 )
 
@@ -209,6 +214,8 @@ PURE_METHODS = frozenset({"size", "stride", "numel", "dim", "element_size", "is_
 
 # Arguments of triton.autotune / triton.Config / triton.heuristics that run code at launch.
 CODE_ARGUMENTS = {
-    "autotune": frozenset({"pre_hook", "post_hook", "do_bench", "prune_configs_by"}),
+    # prune_configs_by runs in Autotuner.run, under the op audit; these run inside Triton's
+    # own benchmarking of configs, where the audit must be off.
+    "autotune": frozenset({"pre_hook", "post_hook", "do_bench"}),
     "Config": frozenset({"pre_hook"}),
 }

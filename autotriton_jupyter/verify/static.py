@@ -132,6 +132,9 @@ class _Paths:
         while i < len(parts) and self.is_module(prefix):
             name = parts[i]
             allowed = self.names.get(prefix, frozenset())
+            open_ns = prefix.startswith(allow.OPEN_NAMESPACES) and not name.startswith("_")
+            if open_ns and f"{prefix}.{name}" not in allow.DENIED_PATHS:
+                allowed = allowed | {name}
             if f"{prefix}.{name}" not in allow.IMPORTABLE and name not in allowed:
                 if name.startswith("_") and name not in _PRIVATE_OK:
                     return "private_api", f"uses the private {prefix}.{name}"
