@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_CONDITIONAL = 0, 1, 2, 3
 
 
 def _progress(quiet: bool):
@@ -37,6 +37,12 @@ def _add_verify_flags(p: argparse.ArgumentParser, seed: bool = True) -> None:
         "by ';' (e.g. '33x257 33x257; 1x7 1x7'); values are drawn from the task's own inputs",
     )
     p.add_argument("--no-timing", action="store_true", help="skip the GPU timing")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail a candidate that is right on the task's inputs but wrong on inputs the "
+        "judge made (instead of the verdict 'conditional', exit 3)",
+    )
     p.add_argument(
         "--no-sandbox",
         action="store_true",
@@ -75,6 +81,8 @@ def _options(args: argparse.Namespace):
         o.timing = False
     if getattr(args, "no_sandbox", False):
         o.sandbox = False
+    if getattr(args, "strict", False):
+        o.strict = True
     from .task import TaskError
     from .verify.shapes import ShapeError, parse_shapes
 
@@ -99,7 +107,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(report.to_json())
     else:
         print(format_text(report))
-    return EXIT_PASS if report.verdict == "pass" else EXIT_FAIL
+    return {"pass": EXIT_PASS, "conditional": EXIT_CONDITIONAL}.get(report.verdict, EXIT_FAIL)
 
 
 def cmd_bench_verify(args: argparse.Namespace) -> int:

@@ -257,7 +257,7 @@ def summarize(
             continue
         tasks.setdefault(r["task"], []).append(r.get("report") or {})
     cheats: Counter[str] = Counter()
-    compiled = ran = correct = total = launch_bound_candidates = 0
+    compiled = ran = correct = total = launch_bound_candidates = conditional = 0
     best: dict[str, dict[str, Any]] = {}
     per_task = {}
     for name, reports in sorted(tasks.items()):
@@ -265,6 +265,8 @@ def summarize(
         c = sum(1 for r in reports if r.get("verdict") == "pass")
         total += n
         correct += c
+        # Right on the task's inputs, wrong on the judge's: not passed, counted apart.
+        conditional += sum(1 for r in reports if r.get("verdict") == "conditional")
         compiled += sum(1 for r in reports if _passed(r, "load"))
         ran += sum(1 for r in reports if _passed(r, "runs"))
         launch_bound_candidates += sum(1 for r in reports if launch_bound(r, launch_bound_ms))
@@ -312,6 +314,7 @@ def summarize(
         "compiled": compiled,
         "ran": ran,
         "correct": correct,
+        "conditional": conditional,
         "tasks_with_a_correct_candidate": sum(1 for v in per_task.values() if v["correct"]),
         "pass_at_k": {str(k): round(pass_k(k), 4) for k in ks},
         **_fast_and_geomean(best, len(tasks), timed),
@@ -365,9 +368,13 @@ def render_markdown(s: dict[str, Any]) -> str:
         "compiled",
         "ran",
         "correct",
+        "conditional",
         "tasks_with_a_correct_candidate",
     ):
-        lines.append(f"| {key.replace('_', ' ')} | {s[key]} |")
+        shown = key.replace("_", " ")
+        if key == "conditional":
+            shown = "conditional (right on the task's inputs only; not counted as correct)"
+        lines.append(f"| {shown} | {s.get(key, 0)} |")
     for k, v in s["pass_at_k"].items():
         lines.append(f"| pass@{k} | {v:.3f} |")
     lines += measures("", s)

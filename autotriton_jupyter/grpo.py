@@ -69,6 +69,8 @@ def reward(report: Report | None) -> float:
     if report.verdict == "pass":
         speedup = (report.timing or {}).get("speedup_vs_compile")
         return 1.0 + (min(1.0, max(0.0, math.log2(speedup))) if speedup else 0.0)
+    if report.verdict == "conditional":
+        return 0.0  # wrong off the task's inputs: not passed, not a cheat
     return -1.0 if {r["check"] for r in report.reasons} & CHEATS else 0.0
 
 

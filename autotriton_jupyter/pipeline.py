@@ -49,6 +49,11 @@ class CandidateResult:
     def passed(self) -> bool:
         return self.report is not None and self.report.verdict == "pass"
 
+    @property
+    def conditional(self) -> bool:
+        """Right on the task's inputs, wrong on inputs the judge made: not passed."""
+        return self.report is not None and self.report.verdict == "conditional"
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["report"] = self.report.to_dict() if self.report else None
@@ -92,11 +97,12 @@ class PipelineEvent:
 
 
 def rank_key(c: CandidateResult) -> tuple:
-    """Passing first; then faster against torch.compile, then against eager; then fewer failures."""
+    """Passing first, then conditional; then faster against torch.compile, then against eager;
+    then fewer failures."""
     r = c.report
     t = (r.timing or {}) if r else {}
     return (
-        0 if c.passed else 1,
+        0 if c.passed else 1 if c.conditional else 2,
         -(t.get("speedup_vs_compile") or 0.0),
         -(t.get("speedup_vs_eager") or 0.0),
         len(r.failed()) if r else 99,

@@ -10,6 +10,7 @@ from ..pipeline import CandidateResult, Result
 STYLE = """<style>
 .atr{font-family:var(--jp-ui-font-family,sans-serif);font-size:13px}
 .atr .pass{color:#1a7f37;font-weight:600}.atr .fail{color:#cf222e;font-weight:600}
+.atr .conditional{color:#9a6700;font-weight:600}
 .atr table{border-collapse:collapse;margin:6px 0}.atr td,.atr th{border:1px solid #ddd;padding:2px 8px}
 .atr details{margin:4px 0}.atr pre{max-height:420px;overflow:auto}
 .atr table.diff{font-family:monospace;font-size:12px}.atr .diff_add{background:#e6ffec}
@@ -24,6 +25,13 @@ def _x(v: float | None) -> str:
 def summary_line(result: Result) -> str:
     """One line: verdict, speedups and max error of the best candidate (plain text)."""
     best = result.best
+    top = result.candidates[0] if result.candidates else None
+    if best is None and top is not None and top.conditional and top.report is not None:
+        first = next((x for x in top.report.reasons if x["check"] == "judge_inputs"), None)
+        return (
+            f"CONDITIONAL: right on the task's inputs, wrong on inputs the verifier made "
+            f"({len(result.candidates)} tried){': ' + first['message'] if first else ''}"
+        )
     if best is None or best.report is None:
         return f"no candidate passed ({len(result.candidates)} tried)"
     r = best.report
@@ -92,7 +100,8 @@ def result_html(result: Result, original: str, chosen: int = 0, accepted: str | 
     """The whole view as one HTML string."""
     parts = [STYLE, "<div class='atr'>"]
     best = result.best
-    cls = "pass" if best else "fail"
+    top = result.candidates[0] if result.candidates else None
+    cls = "pass" if best else "conditional" if top is not None and top.conditional else "fail"
     parts.append(f"<p class='{cls}'>autotriton: {html.escape(summary_line(result))}</p>")
     parts.append(
         f"<p>model {html.escape(result.model)}, {len(result.candidates)} "

@@ -40,6 +40,7 @@ class ResultView:
         self.on_retry, self.set_next_input = on_retry, set_next_input
         self.verify_options = verify_options
         self.chosen = 0
+        self._confirm = None  # the conditional candidate whose Accept was asked to be confirmed
         self.accepted: str | None = None
         labels = [
             (
@@ -170,7 +171,16 @@ class ResultView:
         passes (marked as edited in the library)."""
         c = self.current
         name = self.name.value.strip()
-        if c is None or not c.passed or not c.code:
+        if c is not None and c.conditional and c.code and self._confirm is not c:
+            self._confirm = c
+            self.say(
+                "This kernel is conditional: right on the task's inputs, but wrong on inputs "
+                "the verifier made from them (see its findings). Press Accept again to keep "
+                "it anyway.",
+                ok=False,
+            )
+            return False
+        if c is None or not (c.passed or (c.conditional and self._confirm is c)) or not c.code:
             self.say("Only a candidate that passed verification can be accepted.", ok=False)
             return False
         edited = self.edited_code()

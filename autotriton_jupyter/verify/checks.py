@@ -83,10 +83,16 @@ def compare(out: Any, ref: Any, atol: float, rtol: float) -> Comparison:
             bad = diff > atol + rtol * mag
             if bad.any():
                 n = int(bad.sum())
+                flat = torch.nonzero(finite.reshape(-1)).reshape(-1)[int(torch.nonzero(bad)[0])]
+                at = tuple(int(i) for i in torch.unravel_index(flat, r.shape)) if r.dim() else ()
+                first = (
+                    f"; first at index {list(at)}: {float(o64.reshape(-1)[flat]):.6g} where the "
+                    f"reference gives {float(r64.reshape(-1)[flat]):.6g}"
+                )
                 return Comparison(
                     False,
                     f"{where} differs from the reference in {n} of {r.numel()} elements "
-                    f"(max abs error {float(diff.max()):.3g}, atol {atol:g}, rtol {rtol:g})",
+                    f"(max abs error {float(diff.max()):.3g}, atol {atol:g}, rtol {rtol:g}{first})",
                     worst_abs,
                     worst_rel,
                 )

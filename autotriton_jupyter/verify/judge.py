@@ -20,7 +20,7 @@ from typing import Any
 from ..task import Candidate, Task, TaskError, parse_source, signature
 from . import static
 from .checks import compare, null_control
-from .report import FAIL, INCONCLUSIVE, PASS, Report
+from .report import CONDITIONAL, FAIL, INCONCLUSIVE, PASS, Report
 from .sandbox import Pool, Worker, WorkerFailure
 from .shapes import ShapeError, describe, parse_shapes
 
@@ -31,6 +31,9 @@ STEP_CHECKS = {"load_candidate": "load", "run": "runs", "time_candidate": "timin
 MAX_REFERENCES = 4  # reference workers kept alive (one per recent task)
 RETRIES_WHEN_LOST = 2  # runs of a candidate whose worker died with the fork server
 _REPLY_SLACK = 64 << 20  # a candidate's reply beyond its outputs: observations, notes
+# Input sets the judge makes from the task's own (VERIFY.md item 14): a candidate wrong only
+# on these is `conditional`, not `pass`.
+VARIANTS = ("signed", "scaled", "extreme")
 
 
 @dataclass
@@ -50,6 +53,7 @@ class VerifyOptions:
     memory_limit_gb: float = 0.0
     shapes: tuple[str, ...] = ()  # extra input sets at other shapes (verify/shapes.py)
     sandbox: bool = True  # run workers in the OS sandbox; off only on the user's word
+    strict: bool = False  # a candidate wrong only on inputs the judge made fails outright
 
 
 @dataclass
@@ -74,6 +78,30 @@ class Reference:
         outs = self.sets[0]["outputs"]
         leaves = list(outs) if isinstance(outs, tuple | list) else [outs]
         return [t.numel() * t.element_size() for t in leaves]
+
+
+_VARIANT_WHAT = {
+    "signed": "signs flipped at random",
+    "scaled": "values scaled by 4 and shifted",
+    "extreme": "magnitudes 64 times larger",
+}
+
+
+LATE_BUDGET_S = 3.0  # wall time the late calls may take before the last, audited one
+
+
+def _late_calls() -> int:
+    """How many calls precede the last audited one: log-uniform in 2..250, unpredictable.
+
+    A candidate that behaves while it is being counted (honest for its first N calls)
+    cannot know N. On a GPU the timing loop adds hundreds more, audited at random.
+    """
+    return int(2 * (125 ** (secrets.randbelow(1 << 20) / (1 << 20))))
+
+
+def _made_by_judge(label: str) -> bool:
+    """An input set the judge made (a variant or another shape), not one get_inputs() drew."""
+    return label in VARIANTS or label.startswith("shape-")
 
 
 def resolve_device(device: str) -> str:
@@ -169,7 +197,7 @@ class Verifier:
         except ShapeError as e:
             raise TaskError(str(e)) from e
         input_seeds = [
-            draw.randrange(2**31) for _ in range(max(1, o.trials) + 2 + len(extra_shapes))
+            draw.randrange(2**31) for _ in range(max(1, o.trials) + len(VARIANTS) + len(extra_shapes))
         ]
         self.on_event(f"reference: starting a worker on {self.device}")
         self.pool.warm()
@@ -185,7 +213,7 @@ class Verifier:
                 ]
                 specs += [
                     {"label": v, "seed": input_seeds[-1 - k], "variant": v}
-                    for k, v in enumerate(("signed", "scaled"))
+                    for k, v in enumerate(VARIANTS)
                 ]
                 first = max(1, o.trials)
                 specs += [
@@ -210,9 +238,17 @@ class Verifier:
                 f"The reference {task.path or task.name} cannot be run: {f.message}{detail}"
             ) from f
         sets, notes = [], []
-        for worker_index, s in enumerate(got["sets"]):
-            s["worker_index"] = worker_index  # the reference worker keeps every set it drew
-            if s["label"] in ("signed", "scaled") and not s["finite"] and got["sets"][0]["finite"]:
+        worker_index = 0
+        for s in got["sets"]:
+            if "skipped" in s:
+                notes.append(
+                    f"the reference cannot take the {s['label']} input variant "
+                    f"({s['skipped']}), so it was left out"
+                )
+                continue
+            s["worker_index"] = worker_index  # the reference worker keeps every set it ran
+            worker_index += 1
+            if s["label"] in VARIANTS and not s["finite"] and got["sets"][0]["finite"]:
                 notes.append(
                     f"the {s['label']} input variant makes the reference non-finite, so it "
                     "was left out"
@@ -272,7 +308,7 @@ class Verifier:
             self._signature(task, candidate, r)
         if r.failed():
             r.seconds["total"] = time.perf_counter() - t0
-            return r.finish()
+            return r.finish(o.strict)
         r.add("lint", PASS)
         r.notes.extend(ref.notes)
         if ref.null:
@@ -311,7 +347,7 @@ class Verifier:
                 self.pool.release(w)
         r.notes = list(dict.fromkeys(r.notes))
         r.seconds["total"] = time.perf_counter() - t0
-        return r.finish()
+        return r.finish(o.strict)
 
     def verify_many(
         self,
@@ -387,14 +423,10 @@ class Verifier:
             plan.append({"set": 0, "slot": 0, "kind": "repeat"})
             if len(ref.own_shape) > 1:  # new values into slot 0's buffers: same shapes
                 plan.append({"set": ref.own_shape[1], "slot": 0, "kind": "refill"})
-            late = n - 1
+            fresh = [i for i, s in enumerate(ref.sets) if s["label"].startswith("fresh-")]
+            late = fresh[-1] if fresh else n - 1
             plan.append(
-                {
-                    "set": late,
-                    "slot": late,
-                    "kind": "late",
-                    "extra_calls": 2 + secrets.randbelow(5),
-                }
+                {"set": late, "slot": late, "kind": "late", "extra_calls": _late_calls()}
             )
             ran = w.call(
                 "run",
@@ -403,10 +435,11 @@ class Verifier:
                 max_reply=_REPLY_SLACK + 2 * out_bytes * len(plan),
                 new_sets=[s["inputs"] for s in ref.sets],
                 runs=[{k: p[k] for k in ("set", "slot", "extra_calls") if k in p} for p in plan],
+                extra_budget_s=LATE_BUDGET_S,
             )
         self._tampering(loaded["tampered"] + ran["tampered"], r)
         self._runs(ref, plan, ran["runs"], r)
-        if r.failed() or not o.timing:
+        if r.blocking() or not o.timing:
             if not o.timing:
                 r.notes.append("timing was switched off (--no-timing)")
             return
@@ -530,7 +563,7 @@ class Verifier:
             s = ref.sets[p["set"]]
             where = {
                 "fresh": f"on input set '{s['label']}'",
-                "late": f"on {p.get('extra_calls', 0) + 1} repeated calls",
+                "late": "on repeated calls",
             }.get(p["kind"], f"on the {p['kind']} run")
             if "error" in run:
                 hint = ""
@@ -581,6 +614,15 @@ class Verifier:
                     "Two runs on the same inputs gave different results "
                     f"({agree.message}); the kernel may read uninitialised or out-of-bounds memory.",
                 )
+            elif not c.ok and _made_by_judge(s["label"]):
+                r.add(
+                    "judge_inputs",
+                    CONDITIONAL,
+                    f"Right on the inputs get_inputs() draws, but wrong {where}, which the judge "
+                    f"made from them ({_VARIANT_WHAT.get(s['label'].split(' ')[0], 'other shapes')}): "
+                    f"{c.message}. The kernel may rely on a range or pattern of inputs that "
+                    "the task does not promise.",
+                )
             elif not c.ok:
                 r.add("correctness", FAIL, f"{c.message[0].upper()}{c.message[1:]} {where}.")
             if i == 0:
@@ -589,6 +631,7 @@ class Verifier:
             r.add("runs", FAIL, "the worker stopped before all runs finished.")
         r.add("runs", PASS)
         r.add("correctness", PASS)
+        r.add("judge_inputs", PASS)
         r.add("stale_cache", PASS)
         r.add("repeatability", PASS)
         r.correctness = {

@@ -84,30 +84,50 @@ class LaunchProbe:
         bench = autotuner.Autotuner.__dict__.get("_bench")
         if bench is not None:
             self._wrap_bench(autotuner.Autotuner, bench)
+        try:
+            from triton.compiler.compiler import CompiledKernel
+        except ImportError:
+            CompiledKernel = None
+        if CompiledKernel is not None and "__getitem__" in CompiledKernel.__dict__:
+            self._wrap_compiled(CompiledKernel, CompiledKernel.__dict__["__getitem__"])
 
     def _wrap(self, cls: type, original: Any, interface: type) -> None:
-        """Count leaf launches; hide only the leaf's own tensor work (the interpreter's copies).
+        """Count leaf launches (not the wrappers': Autotuner, Heuristics).
 
-        Wrappers (Autotuner, Heuristics) stay audited: a candidate's heuristic, hook or
-        config-pruning callback runs there and must not compute unseen.
+        The op audit stays on throughout: grid lambdas, heuristics, hooks and the
+        interpreted kernel body all run candidate code, and the launch machinery itself
+        runs no compute ops (the interpreter's copies are copies).
         """
         probe = self
 
         def run(kernel, *args, **kwargs):
             fn = getattr(kernel, "fn", None)
             leaf = fn is not None and not isinstance(fn, interface)
-            if not leaf:
-                return original(kernel, *args, **kwargs)
-            if probe.recording and probe.depth == 0 and not kwargs.get("warmup", False):
+            if leaf and probe.recording and probe.depth == 0 and not kwargs.get("warmup", False):
                 probe._count(fn, kwargs.get("grid"))
-            probe.depth += 1
-            try:
-                return original(kernel, *args, **kwargs)
-            finally:
-                probe.depth -= 1
+            return original(kernel, *args, **kwargs)
 
         run.__wrapped__ = original
         cls.run = run
+
+    def _wrap_compiled(self, cls: type, original: Any) -> None:
+        """Launches through the compiled kernel that `warmup()` returns: `compiled[grid](...)`."""
+        probe = self
+
+        def __getitem__(compiled, grid):
+            runner = original(compiled, grid)
+            src = getattr(compiled, "src", None)
+            fn = getattr(getattr(src, "fn", None), "fn", None)
+
+            def counted(*args, **kwargs):
+                if fn is not None and probe.recording and probe.depth == 0:
+                    probe._count(fn, grid)
+                return runner(*args, **kwargs)
+
+            return counted
+
+        __getitem__.__wrapped__ = original
+        cls.__getitem__ = __getitem__
 
     def _wrap_bench(self, cls: type, original: Any) -> None:
         """Triton's own benchmarking of autotune configs (first call only) is not the candidate's."""
@@ -141,7 +161,7 @@ class LaunchProbe:
 
 
 class OpAudit(TorchDispatchMode):
-    """Records the ATen ops run outside the candidate's own Triton launches."""
+    """Records the ATen ops forward runs (all of them but Triton's own autotune benchmarking)."""
 
     def __init__(self, launches: LaunchProbe) -> None:
         super().__init__()
@@ -219,13 +239,32 @@ def _watched() -> dict[str, Any]:
     }
 
 
+def _fingerprint(value: Any) -> int | None:
+    """A content fingerprint of a data table (a set, dict, list ...), or None for other values."""
+    if isinstance(value, frozenset | set):
+        return hash(frozenset(map(repr, value)))
+    if isinstance(value, dict | list | tuple):
+        try:
+            return hash(repr(value))
+        except Exception:  # a value whose repr fails cannot be fingerprinted
+            return None
+    return None
+
+
 def identity_snapshot() -> dict[str, int]:
-    """Identity of every callable, class and module reachable from the watched namespaces."""
+    """Identity of every callable, class and module reachable from the watched namespaces,
+    and the content of the judge's own data tables (the allowed-op list and the like)."""
     snap: dict[str, int] = {}
     for label, obj in _watched().items():
+        own = label.startswith("autotriton_jupyter.verify") and "." not in label[len("autotriton_jupyter.verify") + 1 :]
         for key, value in list(vars(obj).items()):
             if callable(value) or isinstance(value, type(os)):
                 snap[f"{label}.{key}"] = id(value)
+            elif own and not key.startswith("__"):
+                snap[f"{label}.{key}"] = id(value)
+                fp = _fingerprint(value)
+                if fp is not None:
+                    snap[f"{label}.{key}[content]"] = fp
     return snap
 
 

@@ -9,6 +9,9 @@ from typing import Any
 SCHEMA_VERSION = 1
 
 PASS, FAIL, SKIP, INCONCLUSIVE = "pass", "fail", "skip", "inconclusive"
+# Right on every input set drawn from get_inputs(), wrong on inputs the judge made
+# (VERIFY.md): a verdict of its own, never counted as passed.
+CONDITIONAL = "conditional"
 
 
 @dataclass
@@ -49,12 +52,21 @@ class Report:
         self.checks.append(Check(name, status, message))
 
     def failed(self) -> list[Check]:
-        """Checks that stop the candidate from passing."""
+        """Checks that stop the candidate from passing (conditional ones included)."""
+        return [c for c in self.checks if c.status in (FAIL, INCONCLUSIVE, CONDITIONAL)]
+
+    def blocking(self) -> list[Check]:
+        """Checks that make the verdict `fail` (a conditional check does not)."""
         return [c for c in self.checks if c.status in (FAIL, INCONCLUSIVE)]
 
-    def finish(self) -> Report:
-        """Set the verdict from the checks."""
-        self.verdict = PASS if self.checks and not self.failed() else FAIL
+    def finish(self, strict: bool = False) -> Report:
+        """Set the verdict from the checks; with `strict`, conditional becomes fail."""
+        if not self.checks or self.blocking():
+            self.verdict = FAIL
+        elif any(c.status == CONDITIONAL for c in self.checks):
+            self.verdict = FAIL if strict else CONDITIONAL
+        else:
+            self.verdict = PASS
         return self
 
     @property
@@ -107,7 +119,8 @@ def format_text(r: Report) -> str:
     """Human-readable report: verdict first, then reasons, errors and timing."""
     lines = [f"verdict: {r.verdict.upper()}  ({r.candidate or 'candidate'} vs {r.task or 'task'})"]
     for c in r.failed():
-        lines.append(f"  x {c.name}: {c.message}")
+        mark = "?" if c.status == CONDITIONAL else "x"
+        lines.append(f"  {mark} {c.name}: {c.message}")
     c = r.correctness
     if c:
         lines.append(

@@ -129,6 +129,13 @@ class Worker:
         return {"init_inputs": init, "state": state}
 
     def _draw(self, seed: int, variant: str, shapes: list | None = None) -> list[Any]:
+        """The task's own inputs for a seed, or a variant the judge makes of them.
+
+        - signed: every element's sign flipped at random (signed integers too);
+        - scaled: x * 4 - mean, so values leave the range get_inputs() draws from;
+        - extreme: magnitudes 64 times the task's, far past any range a kernel might
+          have been fitted to (a dropped clamp, a softmax without its max pass).
+        """
         torch.manual_seed(seed)
         random.seed(seed)
         inputs = list(self.module.get_inputs())
@@ -144,6 +151,16 @@ class Worker:
                     x = x * sign
                 elif variant == "scaled":
                     x = x * 4.0 - x.mean() if x.numel() > 1 else x * 4.0
+                elif variant == "extreme":
+                    x = (x * 64.0).clamp(torch.finfo(x.dtype).min, torch.finfo(x.dtype).max)
+            elif (
+                isinstance(x, torch.Tensor)
+                and variant == "signed"
+                and x.dtype in (torch.int8, torch.int16, torch.int32, torch.int64)
+            ):
+                x = x.detach().cpu()
+                sign = torch.randint(0, 2, x.shape, generator=gen).to(x.dtype) * 2 - 1
+                x = x * sign
             out.append(x)
         return out
 
@@ -164,6 +181,9 @@ class Worker:
                 if self.device == "cuda":
                     torch.cuda.synchronize()
             except BaseException as e:
+                if spec["variant"] != "none":  # a variant the reference does not take: left out
+                    results.append({"label": spec["label"], "skipped": _describe(e)})
+                    continue
                 on = f" on input set '{spec['label']}'" if spec.get("shapes") is not None else ""
                 raise WorkerError(f"The reference forward raised {_describe(e)}{on}") from e
             leaves = _tensors(out)
@@ -354,12 +374,19 @@ class Worker:
         for values in msg.get("new_sets", []):
             self.sets.append(_to_device(values, self.device))
         runs = []
+        budget = float(msg.get("extra_budget_s", 1e9))
         for run in msg["runs"]:
             bufs = self._slot(run)
             try:
                 # Extra calls are audited like the final one (a candidate cannot tell them
-                # apart); only the final call's output is sent back.
-                extra = [self._observe(bufs)[0] for _ in range(run.get("extra_calls", 0))]
+                # apart); only the final call's output is sent back. They stop early at the
+                # time budget, so their number depends on the clock too.
+                extra = []
+                t0 = time.perf_counter()
+                for _ in range(run.get("extra_calls", 0)):
+                    extra.append(self._observe(bufs)[0])
+                    if time.perf_counter() - t0 > budget:
+                        break
                 obs, out = self._observe(bufs)
             except BaseException as e:
                 runs.append(
@@ -455,6 +482,32 @@ def _merge(observations: list[dict]) -> dict:
     return merged
 
 
+def _cpu_benchmarker(kernel_call: Any, quantiles: Any = None, **_: Any) -> list[float]:
+    """What multi-config autotune measures configs with on the CPU interpreter: wall time."""
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        kernel_call()
+        times.append((time.perf_counter() - t0) * 1e3)
+    times.sort()
+    return [times[1], times[0], times[2]] if quantiles else times[1]
+
+
+def _use_cpu_benchmarker() -> None:
+    """Let Autotuner pick among configs on the CPU, where Triton has no benchmarker."""
+    import triton.runtime.autotuner as autotuner
+
+    prop = autotuner.Autotuner.__dict__.get("do_bench")
+    if not isinstance(prop, property):
+        return
+
+    def do_bench(tuner: Any) -> Any:
+        own = getattr(tuner, "_do_bench", None)
+        return own if own is not None else _cpu_benchmarker
+
+    autotuner.Autotuner.do_bench = property(do_bench)
+
+
 def _use_triton_interpreter() -> None:
     """Switch this worker's Triton to its CPU interpreter.
 
@@ -468,6 +521,7 @@ def _use_triton_interpreter() -> None:
         if not name.startswith("triton._C"):
             del sys.modules[name]
     importlib.import_module("triton.language")
+    _use_cpu_benchmarker()
 
 
 def _redirect_output(log_fd: int) -> None:

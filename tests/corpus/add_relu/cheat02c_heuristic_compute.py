@@ -1,4 +1,4 @@
-# expect: fail torch_ops
+# expect: fail launch_hook|torch_ops
 import torch
 import torch.nn as nn
 import triton

@@ -1,4 +1,4 @@
-# expect: fail output_type
+# expect: fail output_type|not_allowed
 import torch
 import torch.nn as nn
 import triton

@@ -1,4 +1,4 @@
-# expect: fail forbidden_call
+# expect: fail forbidden_call|not_allowed
 import torch
 import torch.nn as nn
 import triton

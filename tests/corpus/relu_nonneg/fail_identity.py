@@ -1,4 +1,4 @@
-# expect: fail correctness
+# expect: conditional judge_inputs
 import torch
 import torch.nn as nn
 import triton

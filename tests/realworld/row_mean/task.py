@@ -1,0 +1,18 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x.mean(dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(48, 300) + 1.0]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,18 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x.sum(dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(20, 500)]
+
+
+def get_init_inputs():
+    return []
