@@ -73,7 +73,7 @@ fi
 
 if want tests; then
     echo "== GPU tests"
-    timeout 420 "$PY" -m pytest tests/gpu -v -p no:cacheprovider --timeout 300 --durations=10 \
+    timeout 470 "$PY" -m pytest tests/gpu -v -s -p no:cacheprovider --timeout 300 --durations=10 \
         --ignore=tests/gpu/test_gpu_generate.py 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
 fi
 
