@@ -172,6 +172,11 @@ def private_scratch(scratch: str, scratch_bytes: int) -> None:
     for target, flags, fstype in _mounts():
         if target in private or flags & _MS_RDONLY:
             continue
+        if target == "/dev" or target.startswith("/dev/"):
+            # Device nodes on a read-only mount cannot be opened for writing (not even
+            # /dev/null, nor the GPU's); the sandbox's /dev belongs to its owner, not to
+            # the worker's own ids, so a worker of a root judge cannot add to it anyway.
+            continue
         try:
             _mount("none", target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | flags, None)
         except ConfineError:
