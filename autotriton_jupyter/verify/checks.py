@@ -96,6 +96,19 @@ def compare(out: Any, ref: Any, atol: float, rtol: float) -> Comparison:
                     worst_abs,
                     worst_rel,
                 )
+            # Element by element, atol forgives anything smaller than itself: an output
+            # whose small elements are all dropped (zeroed) passes that test. In total the
+            # error must stay small against the reference's own size.
+            total = float(mag.sum())
+            if total > atol and float(diff.sum()) > max(0.05, 5 * rtol) * total:
+                return Comparison(
+                    False,
+                    f"{where} is off by {float(diff.sum()) / total:.1%} of the reference's total "
+                    "magnitude (sum of absolute errors over sum of absolute values), though each "
+                    f"element is within atol {atol:g}: small elements were dropped or biased",
+                    worst_abs,
+                    worst_rel,
+                )
     return Comparison(True, "", worst_abs, worst_rel)
 
 

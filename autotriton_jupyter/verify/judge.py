@@ -33,7 +33,7 @@ RETRIES_WHEN_LOST = 2  # runs of a candidate whose worker died with the fork ser
 _REPLY_SLACK = 64 << 20  # a candidate's reply beyond its outputs: observations, notes
 # Input sets the judge makes from the task's own (VERIFY.md item 14): a candidate wrong only
 # on these is `conditional`, not `pass`.
-VARIANTS = ("signed", "scaled", "extreme")
+VARIANTS = ("signed", "scaled", "extreme", "zeros")
 
 
 @dataclass
@@ -84,19 +84,21 @@ _VARIANT_WHAT = {
     "signed": "signs flipped at random",
     "scaled": "values scaled by 4 and shifted",
     "extreme": "magnitudes 64 times larger",
+    "zeros": "an eighth of the elements set to zero",
 }
 
 
-LATE_BUDGET_S = 3.0  # wall time the late calls may take before the last, audited one
+LATE_BUDGET_S = 5.0  # wall time the late calls may take before the last, audited one
 
 
 def _late_calls() -> int:
-    """How many calls precede the last audited one: log-uniform in 2..250, unpredictable.
+    """How many calls precede the last audited one: log-uniform in 48..600, unpredictable.
 
     A candidate that behaves while it is being counted (honest for its first N calls)
-    cannot know N. On a GPU the timing loop adds hundreds more, audited at random.
+    cannot know N, and every one of these calls is audited. On a GPU the timing loop
+    adds hundreds more, audited at random.
     """
-    return int(2 * (125 ** (secrets.randbelow(1 << 20) / (1 << 20))))
+    return int(48 * (12.5 ** (secrets.randbelow(1 << 20) / (1 << 20))))
 
 
 def _made_by_judge(label: str) -> bool:
