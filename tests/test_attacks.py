@@ -18,7 +18,11 @@ from autotriton_jupyter.verify import Verifier, VerifyOptions
 
 HERE = Path(__file__).parent / "attacks"
 CORPUS = Path(__file__).parent / "corpus"
-ATTACKS = sorted(p for p in HERE.glob("*.py") if not p.name.endswith(".task.py"))
+ATTACKS = sorted(
+    p
+    for p in HERE.glob("*.py")
+    if not p.name.endswith(".task.py") and p.read_text().startswith("# expect:")
+)
 
 
 def _header(path: Path) -> dict[str, str]:

@@ -172,6 +172,8 @@ def private_scratch(scratch: str, scratch_bytes: int) -> None:
     for target, flags, fstype in _mounts():
         if target in private or flags & _MS_RDONLY:
             continue
+        if fstype in _KERNEL_FS:
+            continue  # /proc, /sys ...: the worker's own ids may not write them (CUDA reads them)
         if target == "/dev" or target.startswith("/dev/"):
             # Device nodes on a read-only mount cannot be opened for writing (not even
             # /dev/null, nor the GPU's); the sandbox's /dev belongs to its owner, not to
