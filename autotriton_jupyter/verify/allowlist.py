@@ -47,7 +47,7 @@ _TORCH_DENIED = frozenset(
 
 # Modules (and names inside them) a candidate may use, beyond torch's own public names.
 _EXTRA = {
-    "torch": "nn cuda version autograd amp Tensor Size dtype device finfo iinfo __version__ "
+    "torch": "nn cuda version autograd amp backends Tensor Size dtype device finfo iinfo __version__ "
     "float32 float16 bfloat16 float64 int8 int16 int32 int64 uint8 bool",
     "torch.nn": "functional init Module Parameter ModuleList ModuleDict Sequential Identity",
     "torch.cuda": "is_available current_device device device_count get_device_properties "
@@ -55,6 +55,12 @@ _EXTRA = {
     "torch.cuda.amp": "custom_fwd custom_bwd",
     "torch.amp": "custom_fwd custom_bwd",
     "torch.version": "cuda hip git_version debug",
+    # Read to choose a kernel's precision as torch would; assigning them is refused as a patch.
+    "torch.backends": "cuda cudnn",
+    "torch.backends.cuda": "matmul is_built",
+    "torch.backends.cuda.matmul": "allow_tf32 allow_fp16_reduced_precision_reduction "
+    "allow_bf16_reduced_precision_reduction",
+    "torch.backends.cudnn": "allow_tf32 enabled",
     "torch.autograd": "Function function",
     "torch.autograd.function": "Function once_differentiable FunctionCtx",
     "triton": "jit autotune heuristics Config cdiv next_power_of_2 language runtime __version__",

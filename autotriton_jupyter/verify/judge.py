@@ -71,6 +71,7 @@ class Reference:
     timing: dict[str, Any] | None = None
     # The sets at the task's own shapes: timing refills one buffer with each in turn.
     own_shape: list[int] = field(default_factory=list)
+    timed: list[int] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -259,6 +260,9 @@ class Verifier:
             sets.append(s)
         ref = Reference(task, w, seed, loaded["init_inputs"], loaded["state"], sets, notes)
         ref.own_shape = [i for i, s in enumerate(sets) if not s["label"].startswith("shape-")]
+        # Timing refills its buffers with sets drawn from get_inputs() only: outputs kept
+        # while timing are judged as those sets are, never as judge-made ones.
+        ref.timed = [i for i in ref.own_shape if sets[i]["label"].startswith("fresh-")] or ref.own_shape
         ref.null = null_control(sets, o.atol, o.rtol)
         return ref
 
@@ -271,7 +275,7 @@ class Verifier:
                         "time_reference",
                         max(self.options.timeout, 300.0),
                         "Timing the reference",
-                        sets=[ref.sets[i]["worker_index"] for i in ref.own_shape],
+                        sets=[ref.sets[i]["worker_index"] for i in ref.timed],
                         seed=ref.seed,
                         budget_s=self.options.timing_budget_s,
                     )
@@ -455,7 +459,7 @@ class Verifier:
                 max(o.timeout, 300.0),
                 "Timing the candidate",
                 max_reply=_REPLY_SLACK + 2 * sum(ref.out_nbytes) * 6,
-                sets=ref.own_shape,
+                sets=ref.timed,
                 seed=seed ^ 0x5EED,
                 budget_s=o.timing_budget_s,
                 keep=3,

@@ -57,6 +57,7 @@ class LaunchProbe:
         self.own: Counter[str] = Counter()
         self.foreign: Counter[str] = Counter()
         self.streams: set[int] = set()
+        self.touched: set[int] = set()  # storages passed to the candidate's launches
         self.depth = 0
         self.recording = False
         self._owner: dict[int, bool] = {}
@@ -65,6 +66,12 @@ class LaunchProbe:
         self.own.clear()
         self.foreign.clear()
         self.streams.clear()
+        self.touched.clear()
+
+    def touch(self, args: tuple, kwargs: dict) -> None:
+        for a in (*args, *kwargs.values()):
+            if isinstance(a, torch.Tensor):
+                self.touched.add(a.untyped_storage().data_ptr())
 
     def install(self) -> None:
         # Import the modules that define launchers, so their classes exist to be wrapped.
@@ -105,6 +112,7 @@ class LaunchProbe:
             leaf = fn is not None and not isinstance(fn, interface)
             if leaf and probe.recording and probe.depth == 0 and not kwargs.get("warmup", False):
                 probe._count(fn, kwargs.get("grid"))
+                probe.touch(args, kwargs)
             return original(kernel, *args, **kwargs)
 
         run.__wrapped__ = original
@@ -122,6 +130,7 @@ class LaunchProbe:
             def counted(*args, **kwargs):
                 if fn is not None and probe.recording and probe.depth == 0:
                     probe._count(fn, grid)
+                    probe.touch(args, kwargs)
                 return runner(*args, **kwargs)
 
             return counted
@@ -160,24 +169,58 @@ class LaunchProbe:
             self.streams.add(torch.cuda.current_stream().cuda_stream)
 
 
+_COPY_OPS = frozenset({"clone", "_to_copy", "copy_", "_copy_from", "_copy_from_and_resize"})
+
+
+def _storage_bytes(t: torch.Tensor) -> torch.Tensor:
+    """The whole storage under t, as bytes."""
+    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
+
+
 class OpAudit(TorchDispatchMode):
-    """Records the ATen ops forward runs (all of them but Triton's own autotune benchmarking)."""
+    """Records the ATen ops forward runs (all of them but Triton's own autotune benchmarking).
+
+    It also keeps a copy of what each PyTorch copy op wrote from data none of the
+    candidate's launches had touched: an output still equal to such a copy was made by
+    PyTorch, however its kernels were launched around it.
+    """
 
     def __init__(self, launches: LaunchProbe) -> None:
         super().__init__()
         self.launches = launches
         self.compute: Counter[str] = Counter()
         self.host: Counter[str] = Counter()
+        self.copies: dict[int, torch.Tensor] = {}
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        name = op_name(func)
         if self.launches.depth == 0:
-            name = op_name(func)
             if name not in NON_COMPUTE_OPS:
                 self.compute[name] += 1
             elif _moves_to_host(name, args, kwargs):
                 self.host[name] += 1
-        return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        if self.launches.depth == 0 and name in _COPY_OPS:
+            sources = args[1:2] if name == "copy_" else args[:1]
+            dest = args[0] if name == "copy_" else out
+            touched = self.launches.touched
+            if (
+                isinstance(dest, torch.Tensor)
+                and all(isinstance(a, torch.Tensor) for a in sources)
+                and not any(a.untyped_storage().data_ptr() in touched for a in sources)
+            ):
+                self.copies[dest.untyped_storage().data_ptr()] = _storage_bytes(dest).clone()
+        return out
+
+    def copied_outputs(self, outputs: list[torch.Tensor]) -> int:
+        """How many outputs are, byte for byte, what a PyTorch copy of untouched data wrote."""
+        n = 0
+        for o in outputs:
+            snap = self.copies.get(o.untyped_storage().data_ptr())
+            if snap is not None and torch.equal(_storage_bytes(o), snap):
+                n += 1
+        return n
 
 
 def _moves_to_host(name: str, args: tuple, kwargs: dict) -> bool:

@@ -184,6 +184,15 @@ class Worker:
             except BaseException as e:
                 raise WorkerError(f"get_inputs() raised {_describe(e)}") from e
             sent = [x.detach().cpu().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+            if self.device == "cuda" and spec["variant"] == "signed" and any(
+                isinstance(x, torch.Tensor) and not x.is_floating_point() for x in inputs
+            ):
+                # Negative indices the reference rejects would trip a device-side assert
+                # that ends this worker's CUDA context: try the set on the CPU first.
+                why = self._fails_on_cpu(inputs)
+                if why:
+                    results.append({"label": spec["label"], "skipped": why})
+                    continue
             dev = _to_device(inputs, self.device)
             try:
                 with torch.no_grad():
@@ -209,6 +218,19 @@ class Worker:
                 {"label": spec["label"], "inputs": sent, "outputs": out, "finite": finite}
             )
         return {"sets": results}
+
+    def _fails_on_cpu(self, inputs: list[Any]) -> str | None:
+        """Why the reference cannot take these inputs, run on a CPU copy of it, or None."""
+        import copy
+
+        if getattr(self, "_cpu_model", None) is None:
+            self._cpu_model = copy.deepcopy(self.model).cpu()
+        try:
+            with torch.no_grad():
+                self._cpu_model(*[x.cpu() if isinstance(x, torch.Tensor) else x for x in inputs])
+        except BaseException as e:
+            return _describe(e)
+        return None
 
     def op_time_reference(self, msg: dict) -> dict:
         idx = msg["sets"]
@@ -340,6 +362,11 @@ class Worker:
         obs["native_threads"] = probes.native_thread_count() - native
         obs["streams"] = sorted(s for s in self.probe.streams if s != stream)
         obs["output_problem"] = self._output_problem(out)
+        if obs["output_problem"] is None and audit.copied_outputs(_tensors(out)):
+            obs["output_problem"] = (
+                "an output is exactly what a PyTorch copy (clone, .to, .contiguous, copy_) "
+                "wrote from data no kernel of the candidate had touched: PyTorch made it"
+            )
         in_ranges = [_storage_range(x) for x in inputs if isinstance(x, torch.Tensor)]
         obs["aliased"] = any(
             lo < hi2 and lo2 < hi
