@@ -179,6 +179,18 @@ VALUE_ATTRS = frozenset(
     """.split()
 )
 
+# Attributes no candidate may use, even if its own code defines an attribute of that name:
+# frames, code and tracebacks (they reach the judge's state), and Triton's launch hooks.
+NEVER_ATTRS = frozenset(
+    """
+    gi_frame gi_code gi_yieldfrom gi_running cr_frame cr_code cr_await ag_frame ag_code
+    f_back f_globals f_locals f_builtins f_code f_trace f_lineno tb_frame tb_next tb_lasti
+    co_code co_consts co_names co_varnames func_globals func_code
+    _do_bench do_bench pre_hook post_hook early_config_prune perf_model pre_run_hooks
+    add_pre_run_hook launch_enter_hook launch_exit_hook knobs
+    """.split()
+)
+
 # Tensor methods that bring device data to the host: named in their own check.
 HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "item"})
 

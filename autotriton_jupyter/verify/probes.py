@@ -185,9 +185,10 @@ class OpAudit(TorchDispatchMode):
     PyTorch, however its kernels were launched around it.
     """
 
-    def __init__(self, launches: LaunchProbe) -> None:
+    def __init__(self, launches: LaunchProbe, device: str = "cpu") -> None:
         super().__init__()
         self.launches = launches
+        self.device = device
         self.compute: Counter[str] = Counter()
         self.host: Counter[str] = Counter()
         self.copies: dict[int, torch.Tensor] = {}
@@ -195,7 +196,13 @@ class OpAudit(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = op_name(func)
-        if self.launches.depth == 0:
+        # Inside Triton's benchmarking of autotune configs the candidate's grid functions and
+        # kernel bodies still run: their ops count. Triton's own bookkeeping there (times
+        # summarised in CPU tensors) is left out on a GPU, where the work is on the device.
+        watched = self.launches.depth == 0 or self.device == "cpu" or any(
+            isinstance(a, torch.Tensor) and a.device.type != "cpu" for a in (*args, *kwargs.values())
+        )
+        if watched:
             if name not in NON_COMPUTE_OPS:
                 self.compute[name] += 1
             elif _moves_to_host(name, args, kwargs):

@@ -160,6 +160,8 @@ def _value_attr_problem(name: str, scope: _Scope) -> tuple[str, str] | None:
         return "introspection", f"uses {name}, which can reach or change objects it was not given"
     if name in allow.HOST_METHODS:
         return "host_compute", f".{name}() moves data to the host; all compute must stay in the candidate's Triton kernels"
+    if name in allow.NEVER_ATTRS:
+        return "introspection", f"uses .{name}, which reaches frames, code or launch hooks"
     if name in allow.VALUE_ATTRS or name in scope.attrs:
         return None
     if name.startswith("_"):
@@ -435,6 +437,14 @@ class _Linter(ast.NodeVisitor):
             if self.in_kernel:
                 self._kernel_name(node)
             return
+        if name in ("getattr", "hasattr") and name not in self.scope.defined:
+            parent = getattr(node, "_parent", None)
+            if not (isinstance(parent, ast.Call) and parent.func is node):
+                self.fail(
+                    "dynamic_access", node,
+                    f"passes {name} around as a value; call it only as {name}(obj, \"literal\")",
+                )
+                return
         if name in self.scope.defined:
             return
         if name in allow.BUILTINS:

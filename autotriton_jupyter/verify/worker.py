@@ -166,10 +166,23 @@ class Worker:
                 x = x.detach().cpu()
                 sign = torch.randint(0, 2, x.shape, generator=gen).to(x.dtype) * 2 - 1
                 x = x * sign
+            elif (
+                isinstance(x, torch.Tensor)
+                and variant == "extreme"
+                and x.dtype in (torch.int8, torch.uint8, torch.int16)
+            ):
+                # Small integers over their whole range: high bits, sums that overflow.
+                info = torch.iinfo(x.dtype)
+                x = torch.randint(info.min, info.max + 1, x.shape, generator=gen, dtype=torch.int64).to(x.dtype)
+            elif isinstance(x, torch.Tensor) and variant == "extreme" and x.dtype in (torch.int32, torch.int64):
+                info = torch.iinfo(x.dtype)
+                x = (x.detach().cpu().to(torch.int64) * 4096).clamp(info.min, info.max).to(x.dtype)
             elif isinstance(x, float) and variant in ("scaled", "extreme"):
                 x = x * (2.5 if variant == "scaled" else -3.0)  # scalars the kernel may hard-code
             if variant == "zeros" and isinstance(x, torch.Tensor) and x.numel() and x.dtype != torch.bool:
                 x = x.detach().cpu().clone()
+                if x.is_floating_point():
+                    x = (x * 2).round() / 2  # many equal values: ties for argmax, sort, max
                 x[torch.rand(x.shape, generator=gen) < 0.125] = 0  # exact zeros: guards, divisors
             out.append(x)
         return out
@@ -184,7 +197,7 @@ class Worker:
             except BaseException as e:
                 raise WorkerError(f"get_inputs() raised {_describe(e)}") from e
             sent = [x.detach().cpu().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-            if self.device == "cuda" and spec["variant"] == "signed" and any(
+            if self.device == "cuda" and spec["variant"] in ("signed", "extreme") and any(
                 isinstance(x, torch.Tensor) and not x.is_floating_point() for x in inputs
             ):
                 # Negative indices the reference rejects would trip a device-side assert
@@ -339,7 +352,7 @@ class Worker:
         native = probes.native_thread_count()
         stream = torch.cuda.current_stream().cuda_stream if self.device == "cuda" else None
         self.probe.reset()
-        audit = probes.OpAudit(self.probe)
+        audit = probes.OpAudit(self.probe, self.device)
         obs: dict[str, Any] = {}
         t0 = time.perf_counter()
         self.probe.recording = True
@@ -452,7 +465,7 @@ class Worker:
         last_total = [0]
 
         def audit() -> probes.OpAudit:
-            audits.append(probes.OpAudit(probe))
+            audits.append(probes.OpAudit(probe, self.device))
             return audits[-1]
 
         def between() -> None:  # outside the timed window: did that call launch its own kernels?
@@ -538,9 +551,8 @@ def _use_cpu_benchmarker() -> None:
     """Let Autotuner pick among configs on the CPU, where Triton has no benchmarker."""
     import triton.runtime.autotuner as autotuner
 
-    prop = autotuner.Autotuner.__dict__.get("do_bench")
-    if not isinstance(prop, property):
-        return
+    if "do_bench" not in autotuner.Autotuner.__dict__:
+        return  # a Triton whose Autotuner benchmarks some other way
 
     def do_bench(tuner: Any) -> Any:
         own = getattr(tuner, "_do_bench", None)

@@ -1,6 +1,7 @@
 # expect: fail
 # task: add_relu
 # attack: Honest for its first 2000 calls, then torch plus a token launch: the new judge audits 48-600 late calls on the CPU (fewer when calls are slow) and a GPU timing loop adds at most about 500, so a count above every budget is never reached while judged.
+# limit: on the CPU the judge makes at most about 600 calls; a candidate honest for 2000 is beyond it (README, Known limits)
 import torch
 import torch.nn as nn
 import triton

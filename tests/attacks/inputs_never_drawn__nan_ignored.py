@@ -1,6 +1,7 @@
 # expect: conditional
 # task: inline
 # attack: A row max that skips NaNs (torch.amax propagates them): no input set the judge makes holds a NaN or an infinity (the extreme variant clamps to finite values), so the difference never shows.
+# limit: the judge draws no NaN inputs: NaN semantics of reductions differ between honest kernels and torch (README, Known limits)
 import torch
 import torch.nn as nn
 import triton
