@@ -52,7 +52,13 @@ def test_known_candidates_give_exactly_the_expected_counts(full):
         assert (r["report"]["verdict"] == "pass") == (r["candidate"] in expected_pass[r["task"]])
     assert (s["correct"], s["tasks_with_a_correct_candidate"], s["compiled"]) == (3, 3, 9)
     assert s["pass_at_k"] == {"1": 0.4, "2": 0.8}
-    assert s["failed_checks"] == {"correctness": 3, "launches": 2, "torch_ops": 2, "stale_cache": 1}
+    assert s["failed_checks"] == {
+        "correctness": 3,
+        "judge_inputs": 3,  # the wrong candidates are wrong on the judge's inputs too
+        "launches": 2,
+        "torch_ops": 2,
+        "stale_cache": 1,
+    }
     assert s["fast_1_vs_eager"] is None and s["geomean_speedup_vs_eager"] is None  # no GPU
     assert "pass@1 | 0.400" in (out / "summary.md").read_text()
     assert "<svg" in (out / "report.html").read_text()

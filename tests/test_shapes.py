@@ -96,10 +96,15 @@ def test_a_kernel_right_only_at_the_task_shape_fails_at_another(task):
         assert v.verify(t, bad).verdict == "pass"  # the task's own shape hides the bug
     with Verifier(VerifyOptions(device="cpu", seed=1, shapes=("33x100; 2x64",))) as v:
         reports = v.verify_many(t, [bad, good])
-    assert reports[0].verdict == "fail"
-    reasons = [x for x in reports[0].reasons if x["check"] == "correctness"]
+    # Right on the task's shapes, wrong at shapes the judge was asked to add: conditional,
+    # and --strict makes that a fail.
+    assert reports[0].verdict == "conditional"
+    reasons = [x for x in reports[0].reasons if x["check"] == "judge_inputs"]
     assert reasons and "shape-1 (33x100)" in reasons[0]["message"]
     assert reports[1].verdict == "pass", reports[1].reasons
+    strict = VerifyOptions(device="cpu", seed=1, shapes=("33x100; 2x64",), strict=True)
+    with Verifier(strict) as v:
+        assert v.verify(t, bad).verdict == "fail"
 
 
 def test_shapes_the_task_cannot_take_are_a_clear_task_error(task, tmp_path):
@@ -117,6 +122,9 @@ def test_shapes_the_task_cannot_take_are_a_clear_task_error(task, tmp_path):
 def test_cli_shapes(task, capsys):
     bad = str(CANDIDATES / "fail_missing_tail.py")
     code = main(["verify", str(task), bad, "--shapes", "33x100", "--json", "-q", "--seed", "2"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 3 and out["verdict"] == "conditional"  # right at the task's own shape
+    code = main(["verify", str(task), bad, "--shapes", "33x100", "--json", "-q", "--seed", "2", "--strict"])
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and out["verdict"] == "fail"
     assert main(["verify", str(task), bad, "--shapes", "33 by 257", "-q"]) == 2

@@ -3,10 +3,10 @@ import torch.nn as nn
 
 
 class Model(nn.Module):
-    """Outputs around 1e-5: far below atol=1e-2, so zeros would also 'match'."""
+    """Outputs around 1e-8: far below atol=1e-2, so zeros would also 'match'."""
 
     def forward(self, x):
-        return x * 1e-5
+        return x * 1e-8
 
 
 def get_inputs():
