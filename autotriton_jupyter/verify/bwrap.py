@@ -14,8 +14,8 @@ from __future__ import annotations
 import functools
 import glob
 import os
-import stat
 import shutil
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -212,7 +212,7 @@ def python_path() -> str:
     return os.pathsep.join(entries)
 
 
-_HOW_TO_FIX = (
+HOW_TO_FIX = (
     "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
     "bubblewrap), or set AUTOTRITON_BWRAP to its path; it needs user namespaces, which "
     "current distributions allow. "
@@ -226,7 +226,7 @@ def check(bwrap: str | None) -> None:
     """Raise SandboxUnavailable, saying why and what to do, unless bwrap runs here."""
     if not bwrap:
         raise SandboxUnavailable(
-            f"The verifier's sandbox needs bubblewrap (bwrap), which is not on PATH. {_HOW_TO_FIX}"
+            f"The verifier's sandbox needs bubblewrap (bwrap), which is not on PATH. {HOW_TO_FIX}"
         )
     try:
         out = subprocess.run(
@@ -235,7 +235,7 @@ def check(bwrap: str | None) -> None:
             capture_output=True, text=True, timeout=30,
         )
     except (OSError, subprocess.SubprocessError) as e:
-        raise SandboxUnavailable(f"The verifier's sandbox (bwrap at {bwrap}) cannot start: {e}. {_HOW_TO_FIX}") from e
+        raise SandboxUnavailable(f"The verifier's sandbox (bwrap at {bwrap}) cannot start: {e}. {HOW_TO_FIX}") from e
     if out.returncode != 0:
         why = (out.stderr.strip().splitlines() or [f"exit code {out.returncode}"])[-1]
-        raise SandboxUnavailable(f"The verifier's sandbox (bwrap at {bwrap}) cannot start: {why}. {_HOW_TO_FIX}")
+        raise SandboxUnavailable(f"The verifier's sandbox (bwrap at {bwrap}) cannot start: {why}. {HOW_TO_FIX}")

@@ -29,7 +29,7 @@ import struct
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from . import confine, wire
@@ -47,9 +47,7 @@ class _Child:
     limits: dict[str, Any]
     worker: int = 0
     status: int | None = None
-    reported: bool = False
     killed_for: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _send(ctl: wire.Channel, msg: dict[str, Any], fds: list[int] | None = None) -> None:

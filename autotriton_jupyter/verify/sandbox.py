@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from . import bwrap, wire
-from .cgroups import Limits
 from .bwrap import SandboxUnavailable
+from .cgroups import Limits
 from .gpulock import GpuLock, lock_path
 
 __all__ = ["GpuLock", "Pool", "SandboxUnavailable", "Worker", "WorkerFailure"]
@@ -417,7 +417,7 @@ class _Server:
             self.stop()
             raise SandboxUnavailable(
                 "The verifier's sandbox cannot confine its workers on this machine "
-                f"({ready['confine_error']}). {bwrap._HOW_TO_FIX}"
+                f"({ready['confine_error']}). {bwrap.HOW_TO_FIX}"
             )
         self.import_s = float(ready.get("import_s", 0.0))
         self.alive = True
