@@ -74,3 +74,33 @@ def test_spares_are_not_over_started(corpus):
         v.verify_many(task, cands)
         assert len(v.pool._spare) <= v.pool.spares
         assert len(v.pool._live) <= v.pool.spares + 1  # spares + the reference worker
+
+
+@pytest.mark.parametrize("fixture", ["pass_masked", "fail_sub"])
+def test_large_tasks_are_judged_in_parts_with_the_same_verdict(corpus, monkeypatch, fixture):
+    """Inputs and outputs over PART_BYTES travel in several messages; verdicts do not change."""
+    from autotriton_jupyter.verify import judge, sandbox
+
+    task = Task.from_file(corpus / "add_relu" / "task.py")
+    cand = Candidate.from_file(corpus / "add_relu" / f"{fixture}.py")
+    with Verifier(VerifyOptions(device="cpu", seed=9, timeout=15, timing=False)) as v:
+        whole = v.verify(task, cand)
+    calls: list[tuple[str, int]] = []
+    real_call = sandbox.Worker.call
+
+    def counted(self, op, *a, **kw):
+        calls.append((op, len(kw.get("sets", kw.get("runs", [])))))
+        return real_call(self, op, *a, **kw)
+
+    monkeypatch.setattr(sandbox.Worker, "call", counted)
+    monkeypatch.setattr(judge, "PART_BYTES", 1)  # one input set, one run per message
+    with Verifier(VerifyOptions(device="cpu", seed=9, timeout=15, timing=False)) as v:
+        parts = v.verify(task, cand)
+    assert parts.verdict == whole.verdict
+    assert [c.name for c in parts.failed()] == [c.name for c in whole.failed()]
+    trials = [n for op, n in calls if op == "trials"]
+    runs = [n for op, n in calls if op == "run"]
+    assert len(trials) > 3 and set(trials) == {1}
+    assert len(runs) > 1 and set(runs) == {1}
+    if whole.verdict == "pass":  # every set, then the repeat, refill and late runs
+        assert len(runs) == parts.correctness["input_sets"] + 3

@@ -31,6 +31,9 @@ STEP_CHECKS = {"load_candidate": "load", "run": "runs", "time_candidate": "timin
 MAX_REFERENCES = 4  # reference workers kept alive (one per recent task)
 RETRIES_WHEN_LOST = 2  # runs of a candidate whose worker died with the fork server
 _REPLY_SLACK = 64 << 20  # a candidate's reply beyond its outputs: observations, notes
+# The most tensor data one message carries. Input sets and outputs beyond it travel in
+# several messages (one input set per message at worst), so a large task is judged in parts.
+PART_BYTES = 1 << 30
 # Input sets the judge makes from the task's own (VERIFY.md item 14): a candidate wrong only
 # on these is `conditional`, not `pass`.
 VARIANTS = ("signed", "scaled", "extreme", "zeros")
@@ -104,6 +107,27 @@ def _late_calls() -> int:
     adds hundreds more, audited at random.
     """
     return int(48 * (12.5 ** (secrets.randbelow(1 << 20) / (1 << 20))))
+
+
+def _nbytes(tree: Any) -> int:
+    """Bytes of tensor data in a tree of tensors, lists and tuples."""
+    if isinstance(tree, list | tuple):
+        return sum(_nbytes(x) for x in tree)
+    n = getattr(tree, "numel", None)
+    return n() * tree.element_size() if callable(n) else 0
+
+
+def _parts(sizes: list[int], limit: int) -> list[list[int]]:
+    """Consecutive indices grouped so each group's sizes sum to at most limit (one at least)."""
+    groups: list[list[int]] = []
+    total = 0
+    for i, n in enumerate(sizes):
+        if not groups or total + n > limit:
+            groups.append([])
+            total = 0
+        groups[-1].append(i)
+        total += n
+    return groups
 
 
 def _made_by_judge(label: str) -> bool:
@@ -233,7 +257,7 @@ class Verifier:
                     for k, shapes in enumerate(extra_shapes)
                 ]
                 self.on_event(f"reference: computing outputs on {len(specs)} input sets")
-                got = w.call("trials", o.timeout, "The reference", sets=specs)
+                got = self._trials(w, specs)
         except WorkerFailure as f:
             self.pool.release(w)
             detail = (
@@ -274,6 +298,22 @@ class Verifier:
         ref.timed = [i for i in ref.own_shape if sets[i]["label"].startswith("fresh-")] or ref.own_shape
         ref.null = null_control(sets, o.atol, o.rtol)
         return ref
+
+    def _trials(self, w: Worker, specs: list[dict]) -> dict[str, Any]:
+        """The reference's input sets and outputs, in parts when they are large.
+
+        The first set's size (inputs and outputs) sets how many go in one message.
+        """
+        o = self.options
+        got = w.call("trials", o.timeout, "The reference", sets=specs[:1])
+        sets = got["sets"]
+        each = max((_nbytes([s.get("inputs"), s.get("outputs")]) for s in sets), default=0)
+        per = max(1, PART_BYTES // max(1, each))
+        for k in range(1, len(specs), per):
+            if len(specs) > 1 + per:
+                self.on_event(f"reference: input sets {k + 1}-{min(k + per, len(specs))} of {len(specs)}")
+            sets += w.call("trials", o.timeout, "The reference", sets=specs[k : k + per])["sets"]
+        return {"sets": sets}
 
     def _reference_timing(self, ref: Reference) -> dict[str, Any]:
         with ref.lock:
@@ -443,16 +483,11 @@ class Verifier:
             plan.append(
                 {"set": late, "slot": late, "kind": "late", "extra_calls": _late_calls()}
             )
-            ran = w.call(
-                "run",
-                o.timeout,
-                "Running the candidate",
-                max_reply=_REPLY_SLACK + 2 * out_bytes * len(plan),
-                new_sets=[s["inputs"] for s in ref.sets],
-                runs=[{k: p[k] for k in ("set", "slot", "extra_calls") if k in p} for p in plan],
-                extra_budget_s=LATE_BUDGET_S,
-            )
+            ran = self._run_plan(ref, w, plan)
         self._tampering(loaded["tampered"] + ran["tampered"], r)
+        if len(ran["runs"]) < len(plan) and not any("error" in x for x in ran["runs"]):
+            r.add("runs", FAIL, "The worker returned fewer runs than it was asked for.")
+            return
         self._runs(ref, plan, ran["runs"], r)
         if r.blocking() or not o.timing:
             if not o.timing:
@@ -461,19 +496,55 @@ class Verifier:
         if self.device != "cuda":
             return
         rt = self._reference_timing(ref)
+        keep = max(1, min(3, PART_BYTES // max(1, out_bytes) - 1))  # outputs kept while timed
         self.on_event(f"{r.candidate}: timing (the GPU is held exclusively)")
         with self.pool.lock.exclusive():
             timed = w.call(
                 "time_candidate",
                 max(o.timeout, 300.0),
                 "Timing the candidate",
-                max_reply=_REPLY_SLACK + 2 * sum(ref.out_nbytes) * 6,
+                max_reply=_REPLY_SLACK + 2 * out_bytes * (keep + 1),
                 sets=ref.timed,
                 seed=seed ^ 0x5EED,
                 budget_s=o.timing_budget_s,
-                keep=3,
+                keep=keep,
             )
         self._timing(ref, rt, timed, r)
+
+    def _run_plan(self, ref: Reference, w: Worker, plan: list[dict]) -> dict[str, Any]:
+        """Run the plan in the candidate's worker, in parts when inputs and outputs are large.
+
+        Input sets are sent with the first part that uses them; a part that ends in an
+        error ends the run.
+        """
+        o = self.options
+        cost = [
+            _nbytes(ref.sets[p["set"]]["outputs"]) + _nbytes(ref.sets[p["set"]]["inputs"])
+            for p in plan
+        ]
+        runs: list[dict] = []
+        tampered: list[str] = []
+        sent = 0
+        for part in _parts(cost, PART_BYTES):
+            upto = max(plan[i]["set"] for i in part) + 1
+            got = w.call(
+                "run",
+                o.timeout,
+                "Running the candidate",
+                max_reply=_REPLY_SLACK + 2 * sum(_nbytes(ref.sets[plan[i]["set"]]["outputs"]) for i in part),
+                new_sets=[s["inputs"] for s in ref.sets[sent:upto]],
+                runs=[
+                    {k: plan[i][k] for k in ("set", "slot", "extra_calls") if k in plan[i]}
+                    for i in part
+                ],
+                extra_budget_s=LATE_BUDGET_S,
+            )
+            sent = max(sent, upto)
+            runs += got["runs"]
+            tampered += got["tampered"]
+            if len(got["runs"]) < len(part) or any("error" in x for x in got["runs"]):
+                break
+        return {"runs": runs, "tampered": tampered}
 
     # judging ---------------------------------------------------------------------------
     def _tampering(self, changed: list[str], r: Report) -> None:
