@@ -235,6 +235,25 @@ export function formatSpeedup(eager: number | null, compile: number | null): str
   return [e && `${e} eager`, c && `${c} compile`].filter(Boolean).join(' · ');
 }
 
+/**
+ * A word on a library kernel's verdict when it is not a plain pass, with what it means:
+ * a `conditional` kernel was right on the task's own inputs only, and accepted anyway.
+ */
+export function verdictNote(verdict: string | null): { text: string; title: string } | null {
+  if (verdict === 'conditional') {
+    return {
+      text: 'conditional',
+      title:
+        "Right on the task's own inputs, wrong on inputs the verifier made " +
+        '(sign-flipped, scaled, extreme or other shapes); accepted after a confirmation.'
+    };
+  }
+  if (verdict && verdict !== 'pass') {
+    return { text: verdict, title: `Accepted with the verdict '${verdict}'.` };
+  }
+  return null;
+}
+
 /** A library date as "2026-12-02 18:14" in the user's time zone. */
 export function formatDate(seconds: number): string {
   const d = new Date(seconds * 1000);

@@ -19,6 +19,7 @@ import {
   filterKernels,
   formatDate,
   formatSpeedup,
+  verdictNote,
   Kernel,
   kernelStateError,
   magicCell,
@@ -357,6 +358,10 @@ export class TritonPanel extends Widget {
         const insert = el('button', { class: 'jp-AutoTriton-insert jp-mod-styled' }, 'Insert');
         insert.title = `Insert a cell that loads ${k.name} below the active cell`;
         insert.addEventListener('click', () => void this.insertKernel(k.name));
+        const note = verdictNote(k.verdict);
+        const badge = note
+          ? [' · ', el('span', { class: 'jp-AutoTriton-kernelVerdict', title: note.title }, note.text)]
+          : [];
         const about = el(
           'div',
           {},
@@ -370,7 +375,8 @@ export class TritonPanel extends Widget {
             formatSpeedup(k.speedup_vs_eager, k.speedup_vs_compile)
           ),
           ' · ',
-          el('span', { class: 'jp-AutoTriton-kernelDate' }, formatDate(k.created))
+          el('span', { class: 'jp-AutoTriton-kernelDate' }, formatDate(k.created)),
+          ...badge
         );
         return el('li', { class: 'jp-AutoTriton-kernel', 'data-name': k.name }, about, insert);
       })

@@ -6,6 +6,7 @@ import {
   filterKernels,
   formatDate,
   formatSpeedup,
+  verdictNote,
   Job,
   Kernel,
   kernelStateError,
@@ -132,6 +133,14 @@ describe('the kernel library', () => {
     expect(formatSpeedup(1.83, 1.21)).toBe('1.8x eager · 1.2x compile');
     expect(formatSpeedup(2, null)).toBe('2.0x eager');
     expect(formatSpeedup(null, null)).toBe('not timed');
+  });
+
+  it('marks a conditional kernel in the library, and nothing for a pass', () => {
+    expect(verdictNote('pass')).toBeNull();
+    expect(verdictNote(null)).toBeNull();
+    expect(verdictNote('conditional')?.text).toBe('conditional');
+    expect(verdictNote('conditional')?.title).toContain("task's own inputs");
+    expect(verdictNote('inconclusive')?.text).toBe('inconclusive');
   });
 
   it('filters on every word of the query in name, task and model', () => {
