@@ -538,7 +538,8 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser(
         "verify",
         help="judge a candidate ModelNew against a reference Model",
-        description="Exit status: 0 pass, 1 fail, 2 usage or input error.",
+        description="Exit status: 0 pass, 1 fail, 2 usage or input error, 3 conditional "
+        "(right on the task's own inputs, wrong on inputs the judge made).",
     )
     v.add_argument("reference", help="REF.py: Model, get_inputs(), get_init_inputs()")
     v.add_argument("candidate", help="CAND.py: ModelNew with the same signature")
