@@ -7,6 +7,7 @@
 #   gentests  decode fast-path tests (about 1)
 #   hfdecode  transformers' own StaticCache path, for comparison (about 2)
 #   tests     the verifier's GPU tests, sandboxed (about 5)
+#   attacks   every attack of tests/attacks on the GPU, timing on (about 4)
 #   finetune  LoRA training benchmark (about 1)
 #   pipeline  cell to result view with known candidates (about 1.5)
 #   eval      eval twice over examples/tasks and examples/gpu_tasks (about 4)
@@ -75,6 +76,15 @@ if want tests; then
     echo "== GPU tests"
     timeout 470 "$PY" -m pytest tests/gpu -v -s -p no:cacheprovider --timeout 300 --durations=10 \
         --ignore=tests/gpu/test_gpu_generate.py 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
+fi
+
+if want attacks; then
+    echo "== the attack corpus on the GPU, timing on (the timing attacks need it)"
+    timeout 400 "$PY" tests/attacks/run_attacks.py --device cuda --out "$OUT/attacks-gpu.json" \
+        > "$OUT/attacks-gpu.log" 2>&1
+    grep -E ": (pass|conditional) " "$OUT/attacks-gpu.log"
+    echo "attacks run: $(grep -cE '^[a-z_]+__.*: (pass|fail|conditional|inconclusive) ' "$OUT/attacks-gpu.log")," \
+        "passed: $(grep -cE ': pass ' "$OUT/attacks-gpu.log")"
 fi
 
 if want finetune; then
