@@ -16,9 +16,10 @@ def load_kernel(name: str, path: str | None = None):
 
 def load_ipython_extension(ipython) -> None:
     """`%load_ext autotriton_jupyter`: registers %%autotriton and %autotriton."""
-    from .magic import AutotritonMagics
+    from .magic import AutotritonMagics, start_verifier
 
     ipython.register_magics(AutotritonMagics)
+    start_verifier()
 
 
 def kernel_state() -> str:

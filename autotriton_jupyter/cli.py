@@ -51,6 +51,12 @@ def _add_verify_flags(p: argparse.ArgumentParser, seed: bool = True) -> None:
     p.add_argument(
         "--timeout", type=float, help="seconds allowed per step before a worker is killed"
     )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="time the reference (eager and torch.compile) again instead of reusing its "
+        "timings from an earlier run on this GPU",
+    )
     if seed:
         p.add_argument("--seed", type=int, help="fix the input seeds (default: fresh each run)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
@@ -83,6 +89,8 @@ def _options(args: argparse.Namespace):
         o.sandbox = False
     if getattr(args, "strict", False):
         o.strict = True
+    if getattr(args, "no_cache", False):
+        o.reference_cache = False
     from .task import TaskError
     from .verify.shapes import ShapeError, parse_shapes
 

@@ -141,6 +141,7 @@ class AutotritonMagics(Magics):
         print(
             f"model: {o.name}\nlibrary: {path} ({counts['accepted']} accepted, "
             f"{counts['candidates']} candidates)\nsamples per cell: {self.n}, repair rounds: {self.rounds}"
+            f"\nverifier: {_verifier_state()}"
         )
 
     # cell magic ------------------------------------------------------------------------
@@ -232,7 +233,12 @@ class AutotritonMagics(Magics):
         try:
             result, interrupted = run_interruptibly(
                 lambda cancel: tritonize(
-                    task, generator, options, on_event=progress.event, cancel=cancel
+                    task,
+                    generator,
+                    options,
+                    verifier=self._verifier(options.verify, progress),
+                    on_event=progress.event,
+                    cancel=cancel,
                 ),
                 on_interrupt=lambda: progress.note(
                     "interrupted: finishing the current step and keeping what is done"
@@ -245,6 +251,16 @@ class AutotritonMagics(Magics):
         finally:
             progress.close(state)
         return result
+
+    @staticmethod
+    def _verifier(vo: Any, progress: Any) -> Any:
+        """The kernel session's warm verifier (verify/session.py), seen with this cell's options."""
+        from .pipeline import PipelineEvent
+        from .verify import session
+
+        if session.starting():
+            progress.event(PipelineEvent("verifying", "waiting for the verifier started at %load_ext"))
+        return session.get(vo, on_event=lambda m: progress.event(PipelineEvent("verifying", m)))
 
     def _show(
         self, args: Any, task: Any, result: Any, retry: Any, verify_options: Any = None
@@ -362,7 +378,7 @@ class _Progress:
                 )
             elif ev.kind == "done":
                 self._set(f"gen{ev.sample}", f"{who}: {ev.tokens} tokens, {ev.message}")
-        elif e.kind == "verified":
+        elif e.kind in ("verified", "checked"):
             self._set(
                 f"ver{e.round}.{e.sample}",
                 f"round {e.round + 1} sample {e.sample + 1}: {e.message}",
@@ -381,6 +397,33 @@ class _Progress:
 
 def _progress_view(task: str | None = None, library: str | None = None) -> _Progress:
     return _Progress(task, library)
+
+
+def start_verifier() -> None:
+    """At %load_ext: start the session's verifier in the background ([verify] warm_start)."""
+    from .config import load
+    from .verify import VerifyOptions, session
+
+    try:
+        vo = load("verify", VerifyOptions())
+    except ConfigError:
+        return  # the first cell shows the config's problem
+    if vo.warm_start:
+        session.start(vo)
+
+
+def _verifier_state() -> str:
+    from .verify import session
+
+    if session.starting():
+        return "starting in the background"
+    v = session.current()
+    if v is not None and v.pool_alive():
+        return f"warm on {v.device} ({'sandboxed' if v.pool.sandboxed else 'not sandboxed'})"
+    err = session.start_error()
+    if err is not None:
+        return f"its background start failed ({err}); the next cell tries again"
+    return "not started (the next cell starts it)"
 
 
 def kernel_state() -> str:

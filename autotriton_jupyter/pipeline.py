@@ -6,8 +6,10 @@ magic, the widget and the store all share.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -160,41 +162,21 @@ def tritonize(
                     )
                 )
 
-            completions = generator.generate(
-                chats, per_chat, o.params, on_event=on_token, cancel=cancel
-            )
-            batch = [_extracted(rnd, i, chats[c.chat], c) for i, c in enumerate(completions)]
-            for b in batch:
-                emit(
-                    PipelineEvent(
-                        "extracted", b.problem or "code extracted", sample=b.sample, round=rnd
-                    )
+            overlap = _Overlap(v, task, rnd, per_chat, emit, cancel)
+            try:
+                completions = generator.generate(
+                    chats, per_chat, o.params, on_event=overlap.watch(on_token), cancel=overlap.cancel
                 )
-            with_code = [b for b in batch if b.code]
-            if with_code and not cancel.cancelled:
-                samples = [b.sample for b in with_code]
-
-                def on_report(i: int, rep: Report, rnd: int = rnd, samples=samples) -> None:
+                batch = [_extracted(rnd, i, chats[c.chat], c) for i, c in enumerate(completions)]
+                for b in batch:
                     emit(
                         PipelineEvent(
-                            "verified",
-                            rep.verdict,
-                            sample=samples[i],
-                            round=rnd,
-                            data={"report": rep.to_dict()},
+                            "extracted", b.problem or "code extracted", sample=b.sample, round=rnd
                         )
                     )
-
-                reports = v.verify_many(
-                    task,
-                    [
-                        Candidate(b.code or "", f"round{rnd + 1}-sample{b.sample + 1}")
-                        for b in with_code
-                    ],
-                    on_report=on_report,
-                )
-                for b, rep in zip(with_code, reports):
-                    b.report = rep
+                overlap.finish(batch)
+            finally:
+                overlap.close()
             for b in batch:
                 if b.report is None:
                     b.report = _no_code_report(b.problem or "no code was extracted")
@@ -232,6 +214,127 @@ def tritonize(
     )
     emit(PipelineEvent("done", "a candidate passed" if res.best else "no candidate passed"))
     return res
+
+
+class _Overlap:
+    """Verification overlapped with generation, for one round.
+
+    The reference is prepared while the model generates. Each sample's code is judged
+    as soon as that sample is complete, while others are still generating: correctness
+    at once (the first verdict, a "checked" event), timing only once generation is
+    over, so the decoding model does not disturb the timer. A reference that cannot
+    run stops generation (its error is raised), since no candidate could be judged.
+    """
+
+    def __init__(
+        self,
+        v: Verifier,
+        task: Task,
+        rnd: int,
+        per_chat: int,
+        emit: Callable[[PipelineEvent], None],
+        user_cancel: Cancel,
+    ) -> None:
+        self.v, self.task, self.rnd, self.per_chat, self.emit = v, task, rnd, per_chat, emit
+        self.user_cancel = user_cancel
+        self.cancel = _EitherCancel(user_cancel)
+        self.generating = threading.Event()  # set once generation is over: timing may start
+        self.early: dict[int, tuple[str, Future]] = {}
+        # As many candidates at once as the verifier runs in parallel (and the reference).
+        self.pool = ThreadPoolExecutor(v.parallel + 1, thread_name_prefix="autotriton-verify")
+        self.reference = self.pool.submit(self._prepare)
+
+    def _prepare(self) -> None:
+        try:
+            self.v.prepare(self.task)
+        except BaseException:
+            self.cancel.stop()  # nothing can be judged: stop generating
+            raise
+
+    def watch(self, on_token: Callable[[Event], None]) -> Callable[[Event], None]:
+        def sink(e: Event) -> None:
+            on_token(e)
+            if e.kind == "done" and e.sample >= 0 and e.text and not self.cancel.cancelled:
+                i = e.chat * self.per_chat + e.sample
+                ex = extract(e.text, e.message or "stop")
+                if ex.code and i not in self.early:
+                    self.early[i] = (ex.code, self.pool.submit(self._verify, i, ex.code))
+
+        return sink
+
+    def _name(self, i: int) -> str:
+        return f"round{self.rnd + 1}-sample{i + 1}"
+
+    def _verify(self, i: int, code: str) -> Report:
+        self.reference.result()  # its error, if any, is raised to finish()
+
+        def checked(r: Report) -> bool:
+            self.emit(
+                PipelineEvent(
+                    "checked",
+                    "correct; timing once generation is over"
+                    if not self.generating.is_set()
+                    else "correct; timing",
+                    sample=i,
+                    round=self.rnd,
+                )
+            )
+            self.generating.wait()
+            return not self.user_cancel.cancelled  # an interrupted run is not timed
+
+        rep = self.v.verify(self.task, Candidate(code, self._name(i)), before_timing=checked)
+        self.emit(
+            PipelineEvent(
+                "verified",
+                rep.verdict,
+                sample=i,
+                round=self.rnd,
+                data={"report": rep.to_dict()},
+            )
+        )
+        return rep
+
+    def finish(self, batch: list[CandidateResult]) -> None:
+        """Reports for every sample with code: judged early when its code is the same."""
+        self.generating.set()
+        self.reference.result()  # a broken reference is the caller's error
+        if self.user_cancel.cancelled:
+            for code, fut in self.early.values():  # what already started is kept
+                fut.cancel()
+        futures = {}
+        for b in batch:
+            if not b.code:
+                continue
+            code, fut = self.early.get(b.sample, (None, None))
+            if fut is not None and code == b.code and not fut.cancelled():
+                futures[b.sample] = fut
+            elif not self.user_cancel.cancelled:
+                futures[b.sample] = self.pool.submit(self._verify, b.sample, b.code)
+        for b in batch:
+            if b.sample in futures:
+                b.report = futures[b.sample].result()
+
+    def close(self) -> None:
+        self.generating.set()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _EitherCancel(Cancel):
+    """The user's Cancel, or a stop of our own (a reference that cannot run)."""
+
+    def __init__(self, user: Cancel) -> None:
+        super().__init__()
+        self.user = user
+
+    def stop(self) -> None:
+        super().set()
+
+    def set(self) -> None:
+        self.user.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.user.cancelled or self._flag.is_set()
 
 
 def _extracted(rnd: int, i: int, chat: list[dict[str, str]], c: Completion) -> CandidateResult:

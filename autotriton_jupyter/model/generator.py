@@ -45,7 +45,11 @@ class Completion:
 
 @dataclass
 class Event:
-    """Progress from a backend: kind is "load", "token" or "done"."""
+    """Progress from a backend: kind is "load", "token" or "done".
+
+    A "done" event carries the sample's whole text, so its code can be judged while
+    other samples are still generating.
+    """
 
     kind: str
     sample: int = 0
@@ -110,6 +114,7 @@ class TokenStream:
                 tokens=self.tokens,
                 tokens_per_s=self.tokens / seconds if seconds else 0.0,
                 message=finish,
+                text="".join(self.parts),
             )
         )
         return Completion(

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..task import Candidate, Task, TaskError, parse_source, signature
-from . import static
+from . import refcache, static
 from .checks import compare, null_control
 from .report import CONDITIONAL, FAIL, INCONCLUSIVE, PASS, Report
 from .sandbox import Pool, Worker, WorkerFailure
@@ -61,6 +61,8 @@ class VerifyOptions:
     shapes: tuple[str, ...] = ()  # extra input sets at other shapes (verify/shapes.py)
     sandbox: bool = True  # run workers in the OS sandbox; off only on the user's word
     strict: bool = False  # a candidate wrong only on inputs the judge made fails outright
+    reference_cache: bool = True  # reuse the reference's timings kept on disk (refcache.py)
+    warm_start: bool = True  # %load_ext starts the kernel session's verifier (session.py)
 
 
 @dataclass
@@ -76,6 +78,7 @@ class Reference:
     notes: list[str] = field(default_factory=list)
     null: str | None = None
     timing: dict[str, Any] | None = None
+    machine: dict[str, Any] = field(default_factory=dict)  # GPU and versions, from the worker
     # The sets at the task's own shapes: timing refills one buffer with each in turn.
     own_shape: list[int] = field(default_factory=list)
     timed: list[int] = field(default_factory=list)
@@ -115,6 +118,15 @@ def _nbytes(tree: Any) -> int:
         return sum(_nbytes(x) for x in tree)
     n = getattr(tree, "numel", None)
     return n() * tree.element_size() if callable(n) else 0
+
+
+def _shapes(tree: Any) -> Any:
+    """Shapes and dtypes of the tensors in a tree; other values as they are."""
+    if isinstance(tree, list | tuple):
+        return [_shapes(x) for x in tree]
+    if callable(getattr(tree, "numel", None)):
+        return f"{tuple(tree.shape)}:{tree.dtype}"
+    return repr(tree)
 
 
 def _parts(sizes: list[int], limit: int) -> list[list[int]]:
@@ -189,6 +201,36 @@ class Verifier:
         )
         self._refs: dict[str, Reference] = {}
         self._refs_lock = threading.Lock()
+        self._owns_pool = True
+
+    def pool_alive(self) -> bool:
+        """False once close() was called on the verifier that owns the workers."""
+        return not self.pool.closed
+
+    def shares_workers_with(self, options: VerifyOptions) -> bool:
+        """Whether a verifier with these options could use this one's workers (view())."""
+        mine, o = self.options, options
+        return (
+            resolve_device(o.device) == self.device
+            and o.sandbox == mine.sandbox
+            and o.memory_limit_gb == mine.memory_limit_gb
+            and (o.parallel or self.parallel) == self.parallel
+        )
+
+    def view(self, options: VerifyOptions, on_event: EventSink | None = None) -> Verifier:
+        """A verifier with other options that uses this one's workers and references.
+
+        A kernel session keeps one warm Verifier and judges each cell through a view of
+        it, so a cell does not pay for a fork server, spares or a reference again. Closing
+        a view closes nothing; the references are keyed on the options they depend on.
+        """
+        if not self.shares_workers_with(options):
+            raise ValueError("these options need workers of their own (device, sandbox or memory)")
+        v = object.__new__(Verifier)
+        v.options, v.device, v.parallel, v.pool = options, self.device, self.parallel, self.pool
+        v.on_event = on_event or (lambda _msg: None)
+        v._refs, v._refs_lock, v._owns_pool = self._refs, self._refs_lock, False
+        return v
 
     # lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> Verifier:
@@ -198,20 +240,23 @@ class Verifier:
         self.close()
 
     def close(self) -> None:
-        """Kill all workers (the reference ones too)."""
-        self.pool.close()
+        """Kill all workers (the reference ones too); a view() closes nothing."""
+        if self._owns_pool:
+            self.pool.close()
 
     # the reference ---------------------------------------------------------------------
     def prepare(self, task: Task) -> Reference:
         """Run the reference once for this task: parameters, fresh input sets, outputs."""
+        o = self.options
+        key = f"{task.key}:{o.seed}:{o.trials}:{';'.join(o.shapes)}"
         with self._refs_lock:
-            ref = self._refs.pop(task.key, None)
+            ref = self._refs.pop(key, None)
             if ref is not None and not ref.worker.proc.is_alive():
                 self.pool.release(ref.worker)  # lost with its fork server: run it again
                 ref = None
             if ref is None:
                 ref = self._prepare(task)
-            self._refs[task.key] = ref  # most recent last
+            self._refs[key] = ref  # most recent last
             while len(self._refs) > MAX_REFERENCES:
                 oldest = next(iter(self._refs))
                 self.pool.release(self._refs.pop(oldest).worker)
@@ -292,6 +337,7 @@ class Verifier:
                 continue
             sets.append(s)
         ref = Reference(task, w, seed, loaded["init_inputs"], loaded["state"], sets, notes)
+        ref.machine = dict(loaded.get("machine") or {})
         ref.own_shape = [i for i, s in enumerate(sets) if not s["label"].startswith("shape-")]
         # Timing refills its buffers with sets drawn from get_inputs() only: outputs kept
         # while timing are judged as those sets are, never as judge-made ones.
@@ -316,35 +362,63 @@ class Verifier:
         return {"sets": sets}
 
     def _reference_timing(self, ref: Reference) -> dict[str, Any]:
+        """Eager and torch.compile timings of the reference: once per reference, and kept
+        on disk between runs (refcache.py) unless options.reference_cache is off."""
         with ref.lock:
             if ref.timing is None:
+                o = self.options
+                k = refcache.key(
+                    source=ref.task.source,
+                    inputs=[_shapes(ref.sets[i]["inputs"]) for i in ref.timed],
+                    machine=ref.machine,
+                    device=self.device,
+                    budget=o.timing_budget_s,
+                    version=1,
+                )
+                cache = refcache.ReferenceTimings() if o.reference_cache else None
+                ref.timing = cache.get(k) if cache else None
+                if ref.timing is not None:
+                    self.on_event("reference: eager and torch.compile timings from the cache")
+                    return ref.timing
                 self.on_event("reference: timing eager PyTorch and torch.compile")
                 with self.pool.lock.exclusive():
                     ref.timing = ref.worker.call(
                         "time_reference",
-                        max(self.options.timeout, 300.0),
+                        max(o.timeout, 300.0),
                         "Timing the reference",
                         sets=[ref.sets[i]["worker_index"] for i in ref.timed],
                         seed=ref.seed,
-                        budget_s=self.options.timing_budget_s,
+                        budget_s=o.timing_budget_s,
                     )
+                if cache is not None and ref.machine:
+                    cache.put(k, ref.timing)
             return ref.timing
 
     # candidates ------------------------------------------------------------------------
-    def verify(self, task: Task, candidate: Candidate) -> Report:
+    def verify(
+        self,
+        task: Task,
+        candidate: Candidate,
+        before_timing: Callable[[Report], bool] | None = None,
+    ) -> Report:
         """Judge one candidate; its trouble becomes a failing check. A broken task raises TaskError.
 
         A worker lost with the fork server (no fault of the candidate's) is judged again
-        from the start in a fresh worker.
+        from the start in a fresh worker. `before_timing`, if given, is called with the
+        report once correctness is judged and before the candidate is timed (the first
+        verdict); it may block, for example until the GPU is free of other work, and
+        returns False to skip the timing (an interrupted run).
         """
         for attempt in range(RETRIES_WHEN_LOST + 1):
-            report = self._verify_once(task, candidate)
+            report = self._verify_once(task, candidate, before_timing)
             if not any(c.name == "lost" for c in report.failed()) or attempt == RETRIES_WHEN_LOST:
                 return report
             self.on_event(f"{report.candidate}: its worker was lost with the fork server; again")
         return report
 
-    def _verify_once(self, task: Task, candidate: Candidate) -> Report:
+    def _verify_once(
+        self, task: Task, candidate: Candidate, before_timing: Callable[[Report], bool] | None
+    ) -> Report:
         t0 = time.perf_counter()
         o = self.options
         r = Report(
@@ -383,7 +457,7 @@ class Verifier:
             w = self.pool.acquire()
             r.seconds["worker_wait"] = time.perf_counter() - w0
             r.seconds["worker_init"] = float((w.ready or {}).get("init_s", 0.0))
-            self._judge(ref, candidate, w, r)
+            self._judge(ref, candidate, w, r, before_timing)
         except WorkerFailure as f:
             name = STEP_CHECKS.get(f.op, f.op or "runs") if f.kind == "error" else f.kind
             r.add(name, FAIL, f.message)
@@ -436,7 +510,14 @@ class Verifier:
                     f"({', '.join(want)}); they must take the same arguments.",
                 )
 
-    def _judge(self, ref: Reference, candidate: Candidate, w: Worker, r: Report) -> None:
+    def _judge(
+        self,
+        ref: Reference,
+        candidate: Candidate,
+        w: Worker,
+        r: Report,
+        before_timing: Callable[[Report], bool] | None = None,
+    ) -> None:
         o = self.options
         seed = ref.seed
         with self.pool.lock.shared():
@@ -494,6 +575,9 @@ class Verifier:
                 r.notes.append("timing was switched off (--no-timing)")
             return
         if self.device != "cuda":
+            return
+        if before_timing is not None and not before_timing(r):
+            r.notes.append("timing was skipped: the run was interrupted")
             return
         rt = self._reference_timing(ref)
         keep = max(1, min(3, PART_BYTES // max(1, out_bytes) - 1))  # outputs kept while timed
@@ -810,3 +894,10 @@ class Verifier:
         }
         if rt.get("compile_error"):
             r.notes.append(f"torch.compile of the reference failed: {rt['compile_error']}")
+        if rt.get("cached_at"):
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(rt["cached_at"]))
+            r.timing["reference_timed_at"] = when
+            r.notes.append(
+                f"the reference's eager and torch.compile times were measured at {when} on this "
+                "GPU with these versions, and reused (--no-cache measures them again)"
+            )

@@ -555,6 +555,10 @@ class Pool:
     def workdir(self) -> Path:
         return Path(self._dir.name)
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def _fork_server(self) -> _Server:
         with self._server_lock:
             if self._closed:

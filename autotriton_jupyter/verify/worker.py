@@ -128,7 +128,18 @@ class Worker:
         except BaseException as e:
             raise WorkerError(f"Model(*get_init_inputs()) raised {_describe(e)}") from e
         state = {k: v.detach().cpu() for k, v in self.model.state_dict().items()}
-        return {"init_inputs": init, "state": state}
+        return {"init_inputs": init, "state": state, "machine": self._machine()}
+
+    def _machine(self) -> dict[str, Any]:
+        """What the reference's timings depend on besides the task (their cache key)."""
+        import triton
+
+        about: dict[str, Any] = {"torch": torch.__version__, "triton": triton.__version__}
+        if self.device == "cuda":
+            p = torch.cuda.get_device_properties(torch.cuda.current_device())
+            about.update(gpu=p.name, memory=p.total_memory, cuda=torch.version.cuda,
+                         driver=torch.cuda.driver_version() if hasattr(torch.cuda, "driver_version") else None)
+        return about
 
     def _draw(self, seed: int, variant: str, shapes: list | None = None) -> list[Any]:
         """The task's own inputs for a seed, or a variant the judge makes of them.

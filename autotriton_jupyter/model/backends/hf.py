@@ -203,6 +203,23 @@ class HFGenerator:
         done = [False] * n
         t0 = time.perf_counter()
         cancelled = False
+        texts: dict[int, str] = {}
+
+        def finished(i: int, finish: str) -> None:
+            texts[i] = self.tokenizer.decode(tokens[i], skip_special_tokens=True)
+            dt = time.perf_counter() - t0
+            emit(
+                Event(
+                    "done",
+                    chat=ci,
+                    sample=i,
+                    tokens=len(tokens[i]),
+                    message=finish,
+                    tokens_per_s=len(tokens[i]) / dt if dt else 0.0,
+                    text=texts[i],
+                )
+            )
+
         with torch.inference_mode():
             for step_tokens in self._token_steps(prompt, max_new, params):
                 row = step_tokens.tolist()
@@ -211,6 +228,7 @@ class HFGenerator:
                         continue
                     if t in eos:
                         done[i] = True
+                        finished(i, "stop")  # judged while the others still generate
                         continue
                     tokens[i].append(t)
                 total = sum(len(t) for t in tokens)
@@ -234,20 +252,12 @@ class HFGenerator:
         out = []
         for i in range(n):
             finish = "stop" if done[i] else ("cancelled" if cancelled else "length")
-            text = self.tokenizer.decode(tokens[i], skip_special_tokens=True)
+            if not done[i]:
+                finished(i, finish)
             out.append(
                 Completion(
-                    text, len(tokens[i]), finish, seconds, chat=ci, sample=i, prompt_tokens=len(ids)
-                )
-            )
-            emit(
-                Event(
-                    "done",
-                    chat=ci,
-                    sample=i,
-                    tokens=len(tokens[i]),
-                    message=finish,
-                    tokens_per_s=len(tokens[i]) / seconds if seconds else 0.0,
+                    texts[i], len(tokens[i]), finish, seconds, chat=ci, sample=i,
+                    prompt_tokens=len(ids),
                 )
             )
         return out

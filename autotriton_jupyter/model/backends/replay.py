@@ -59,6 +59,6 @@ class ReplayGenerator:
                     return out
                 text = self.text(i)
                 tokens = len(text.split())
-                emit(Event("done", chat=ci, sample=i, tokens=tokens, message="stop"))
+                emit(Event("done", chat=ci, sample=i, tokens=tokens, message="stop", text=text))
                 out.append(Completion(text, tokens, "stop", 0.0, chat=ci, sample=i))
         return out
