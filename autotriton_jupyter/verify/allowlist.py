@@ -17,6 +17,7 @@ process, the compiler or global state.
 from __future__ import annotations
 
 import functools
+import types
 
 IMPORTABLE = frozenset(
     """
@@ -64,7 +65,7 @@ _EXTRA = {
     "torch.autograd": "Function function",
     "torch.autograd.function": "Function once_differentiable FunctionCtx",
     "triton": "jit autotune heuristics Config cdiv next_power_of_2 language runtime __version__",
-    "triton.runtime": "driver autotune heuristics jit Config",
+    "triton.runtime": "driver autotune heuristics Config",
     "triton.runtime.driver": "active",
     "triton.runtime.driver.active": "get_current_device get_current_target "
     "get_active_torch_device utils",
@@ -136,7 +137,55 @@ def module_names() -> dict[str, frozenset[str]]:
             n for n in dir(mod) if not n.startswith("_") and f"{path}.{n}" not in DENIED_PATHS
         )
     names["triton.language"] -= {"core", "semantic", "standard"}
+    # A name that is a module (typing.sys, torch.nn.functional.np, tl.math.core) opens
+    # everything that module imported: only modules allowed in their own right stay.
+    for path, members in names.items():
+        try:
+            mod = importlib.import_module(path)
+        except ImportError:
+            continue
+        members -= {
+            n
+            for n in members
+            if isinstance(getattr(mod, n, None), types.ModuleType)
+            and f"{path}.{n}" not in IMPORTABLE
+            and f"{path}.{n}" not in names
+        }
     return {k: frozenset(v) for k, v in names.items()}
+
+
+# The modules whose objects hold the judge's state inside a worker.
+_JUDGE_MODULES = ("probes", "worker", "timing", "wire", "forkserver", "confine")
+
+
+@functools.lru_cache(maxsize=1)
+def judge_names() -> frozenset[str]:
+    """Names of the judge's own attributes, methods and globals in a worker.
+
+    A candidate's own attributes are allowed by name on any value, but never these on
+    anything but `self`: a candidate that got hold of a judge object (an op audit, a
+    launch counter) could otherwise read or rewrite it just by defining an attribute of
+    the same name in its own class.
+    """
+    import ast
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    out: set[str] = set()
+    for stem in _JUDGE_MODULES:
+        tree = ast.parse((here / f"{stem}.py").read_text())
+        bodies = [tree.body] + [n.body for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+        for body in bodies:  # globals, and class-level names
+            for node in body:
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    out.add(node.name)
+                for t in ast.walk(node) if isinstance(node, ast.Assign | ast.AnnAssign) else ():
+                    if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):
+                        out.add(t.id)
+        for node in ast.walk(tree):  # attributes set on objects (self.x = ...)
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                out.add(node.attr)
+    return frozenset(n for n in out if n not in VALUE_ATTRS and not n.startswith("__"))
 
 
 # Attributes any value may have used by name: tensor metadata, views and methods (compute

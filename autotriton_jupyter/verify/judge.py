@@ -92,10 +92,11 @@ class Reference:
 
 
 _VARIANT_WHAT = {
-    "signed": "signs flipped at random",
-    "scaled": "values scaled by 4 and shifted",
-    "extreme": "magnitudes 64 times larger",
-    "zeros": "values rounded to halves (ties) and an eighth set to zero",
+    "signed": "signs flipped at random; booleans flipped at random",
+    "scaled": "values scaled by 4 and shifted; some boolean rows all False",
+    "extreme": "magnitudes 64 times larger; some boolean rows all True",
+    "zeros": "values rounded to halves (ties) and an eighth set to zero; boolean rows all "
+    "False or all True",
 }
 
 

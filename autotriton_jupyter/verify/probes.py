@@ -180,15 +180,21 @@ def _storage_bytes(t: torch.Tensor) -> torch.Tensor:
 class OpAudit(TorchDispatchMode):
     """Records the ATen ops forward runs (all of them but Triton's own autotune benchmarking).
 
-    It also keeps a copy of what each PyTorch copy op wrote from data none of the
-    candidate's launches had touched: an output still equal to such a copy was made by
-    PyTorch, however its kernels were launched around it.
+    It also keeps a copy of what each PyTorch copy op wrote from data the candidate's
+    kernels did not produce (storages no launch touched, or forward's own inputs and
+    parameters): an output still equal to such a copy was made by PyTorch, however its
+    kernels were launched around it.
     """
 
-    def __init__(self, launches: LaunchProbe, device: str = "cpu") -> None:
+    def __init__(
+        self, launches: LaunchProbe, device: str = "cpu", given: frozenset[int] = frozenset()
+    ) -> None:
         super().__init__()
         self.launches = launches
         self.device = device
+        # Storages forward was given (inputs, parameters, buffers): a kernel may read them,
+        # but a copy of them is still PyTorch's work, however many launches touched them.
+        self.given = given
         self.compute: Counter[str] = Counter()
         self.host: Counter[str] = Counter()
         self.copies: dict[int, torch.Tensor] = {}
@@ -211,11 +217,11 @@ class OpAudit(TorchDispatchMode):
         if self.launches.depth == 0 and name in _COPY_OPS:
             sources = args[1:2] if name == "copy_" else args[:1]
             dest = args[0] if name == "copy_" else out
-            touched = self.launches.touched
+            made = self.launches.touched - self.given  # what the candidate's kernels may have written
             if (
                 isinstance(dest, torch.Tensor)
                 and all(isinstance(a, torch.Tensor) for a in sources)
-                and not any(a.untyped_storage().data_ptr() in touched for a in sources)
+                and not any(a.untyped_storage().data_ptr() in made for a in sources)
             ):
                 self.copies[dest.untyped_storage().data_ptr()] = _storage_bytes(dest).clone()
         return out

@@ -153,7 +153,19 @@ class _Paths:
         return None
 
 
-def _value_attr_problem(name: str, scope: _Scope) -> tuple[str, str] | None:
+_OWN_OBJECTS = ("self", "cls", "ctx")  # a method's own object, and autograd's context
+
+
+def _on_own_object(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id in _OWN_OBJECTS
+
+
+def _value_attr_problem(name: str, scope: _Scope, own: bool = False) -> tuple[str, str] | None:
+    """Why `.name` may not be used (own: on self, cls or ctx), or None.
+
+    The candidate's own attribute names are allowed, but on other values only when
+    public and not a name of the judge's own objects (allowlist.judge_names).
+    """
     if name.startswith("__") and name.endswith("__"):
         if name in _PRIVATE_OK:
             return None
@@ -162,8 +174,15 @@ def _value_attr_problem(name: str, scope: _Scope) -> tuple[str, str] | None:
         return "host_compute", f".{name}() moves data to the host; all compute must stay in the candidate's Triton kernels"
     if name in allow.NEVER_ATTRS:
         return "introspection", f"uses .{name}, which reaches frames, code or launch hooks"
-    if name in allow.VALUE_ATTRS or name in scope.attrs:
+    if name in allow.VALUE_ATTRS:
         return None
+    if name in scope.attrs:
+        if own or not (name.startswith("_") or name in allow.judge_names()):
+            return None
+        return "not_allowed", (
+            f"uses .{name} on something other than self: the candidate defines .{name}, "
+            "but only on its own objects may it use a private name or one of the judge's"
+        )
     if name.startswith("_"):
         return "private_api", f"uses the private attribute .{name}"
     return "not_allowed", (
@@ -475,7 +494,7 @@ class _Linter(ast.NodeVisitor):
                 self._kernel_name(node)
             return
         if isinstance(node.ctx, ast.Load) or isinstance(node.ctx, ast.Del):
-            why = _value_attr_problem(node.attr, self.scope)
+            why = _value_attr_problem(node.attr, self.scope, _on_own_object(node.value))
             if why:
                 self.fail(why[0], node, why[1])
         elif node.attr.startswith("__") and node.attr.endswith("__"):
@@ -511,7 +530,7 @@ class _Linter(ast.NodeVisitor):
             else:
                 obj, name = lit
                 if self.paths.path(obj) is None:
-                    why = _value_attr_problem(name, self.scope)
+                    why = _value_attr_problem(name, self.scope, _on_own_object(obj))
                     if why:
                         self.fail("dynamic_access" if why[0] == "introspection" else why[0], node, why[1])
                 else:

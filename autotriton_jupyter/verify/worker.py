@@ -69,6 +69,20 @@ def _to_device(tree: Any, device: str) -> Any:
     return tree
 
 
+def _bool_variant(x: torch.Tensor, variant: str, gen: torch.Generator) -> torch.Tensor:
+    """A boolean input for a judge-made set: random flips, or whole rows of one value."""
+    x = x.clone(memory_format=torch.contiguous_format)
+    if variant == "signed":
+        return x ^ (torch.rand(x.shape, generator=gen) < 0.5)
+    rows = x.reshape(-1, x.shape[-1]) if x.dim() else x.reshape(1, 1)
+    pick = torch.rand(rows.shape[0], generator=gen)
+    if variant in ("scaled", "zeros"):
+        rows[pick < 0.25] = False
+    if variant in ("extreme", "zeros"):
+        rows[pick > 0.75] = True
+    return x
+
+
 def _storage_range(t: torch.Tensor) -> tuple[int, int]:
     s = t.untyped_storage()
     return s.data_ptr(), s.data_ptr() + s.nbytes()
@@ -82,6 +96,7 @@ class Worker:
         self.workdir = Path(workdir)
         self.gpu_fraction = gpu_fraction
         self.model: Any = None
+        self.given_state: frozenset[int] = frozenset()  # storages of ModelNew's parameters
         self.module: Any = None
         self.sets: list[list[Any]] = []
         self.slots: dict[int, list[Any]] = {}
@@ -150,6 +165,9 @@ class Worker:
           have been fitted to (a dropped clamp, a softmax without its max pass);
         - zeros: an eighth of every tensor's elements set to exactly zero (a dropped guard
           on a divisor);
+        - boolean tensors: flipped at random (signed), all False (scaled) or all True
+          (extreme) along whole rows, and both kinds of rows (zeros): a kernel that assumes
+          every row has a True, or a False, shows itself;
         float arguments are scaled in the scaled and extreme sets too (a hard-coded one).
         """
         torch.manual_seed(seed)
@@ -190,6 +208,8 @@ class Worker:
                 x = (x.detach().cpu().to(torch.int64) * 4096).clamp(info.min, info.max).to(x.dtype)
             elif isinstance(x, float) and variant in ("scaled", "extreme"):
                 x = x * (2.5 if variant == "scaled" else -3.0)  # scalars the kernel may hard-code
+            if isinstance(x, torch.Tensor) and x.dtype == torch.bool and x.numel():
+                x = _bool_variant(x.detach().cpu(), variant, gen)
             if variant == "zeros" and isinstance(x, torch.Tensor) and x.numel() and x.dtype != torch.bool:
                 x = x.detach().cpu().clone()
                 if x.is_floating_point():
@@ -299,6 +319,10 @@ class Worker:
         code = getattr(fwd, "__code__", None)
         own_forward = bool(code) and os.path.realpath(code.co_filename) == os.path.realpath(path)
         self.model = model
+        nn = torch.nn.Module  # the base class's own walk, whatever ModelNew overrides
+        self.given_state = frozenset(
+            t.untyped_storage().data_ptr() for t in [*nn.parameters(model), *nn.buffers(model)]
+        )
         return {
             "copied": copied,
             "copy_mode": mode,
@@ -363,7 +387,8 @@ class Worker:
         native = probes.native_thread_count()
         stream = torch.cuda.current_stream().cuda_stream if self.device == "cuda" else None
         self.probe.reset()
-        audit = probes.OpAudit(self.probe, self.device)
+        given = self.given_state | {t.untyped_storage().data_ptr() for t in _tensors(inputs)}
+        audit = probes.OpAudit(self.probe, self.device, given)
         obs: dict[str, Any] = {}
         t0 = time.perf_counter()
         self.probe.recording = True
@@ -389,7 +414,8 @@ class Worker:
         if obs["output_problem"] is None and audit.copied_outputs(_tensors(out)):
             obs["output_problem"] = (
                 "an output is exactly what a PyTorch copy (clone, .to, .contiguous, copy_) "
-                "wrote from data no kernel of the candidate had touched: PyTorch made it"
+                "wrote from forward's inputs or from data no kernel of the candidate had "
+                "touched: PyTorch made it"
             )
         in_ranges = [_storage_range(x) for x in inputs if isinstance(x, torch.Tensor)]
         obs["aliased"] = any(
