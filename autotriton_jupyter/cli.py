@@ -773,6 +773,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
     except (TaskError, ConfigError, GenerationError, StoreError) as e:
         print(f"autotriton: {e}", file=sys.stderr)
+        if getattr(args, "json", False):  # a tool reading stdout still gets one JSON object
+            print(json.dumps({"verdict": "error", "error": str(e), "exit": EXIT_USAGE}))
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("autotriton: interrupted; workers were stopped.", file=sys.stderr)

@@ -130,3 +130,21 @@ def test_bad_flags_are_usage_errors():
 def test_console_script_and_module_agree():
     p = run_cli("--help")
     assert p.returncode == 0 and "verify" in p.stdout
+
+
+def test_json_input_errors_still_give_one_json_object(tmp_path, corpus):
+    p = run_cli(
+        "verify", str(tmp_path / "missing.py"), str(corpus / "add_relu/pass_masked.py"), "--json"
+    )
+    assert p.returncode == 2
+    d = json.loads(p.stdout)
+    assert d["verdict"] == "error" and "missing.py" in d["error"]
+
+
+def test_report_json_is_strict_json():
+    from autotriton_jupyter.verify.report import Report
+
+    r = Report()
+    r.correctness = {"max_abs_err": float("nan"), "max_rel_err": float("inf")}
+    d = json.loads(r.finish().to_json(), parse_constant=lambda c: pytest.fail(f"bare {c}"))
+    assert d["correctness"] == {"max_abs_err": None, "max_rel_err": None}

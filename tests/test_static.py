@@ -176,6 +176,16 @@ def test_honest_idioms_are_allowed():
         "def work(args):\n    return 1\n@triton.heuristics({'D': work})\n@triton.jit\ndef k9(p, D: tl.constexpr):\n    pass\n",
         "@triton.heuristics({'D': lambda a: torch.relu(a['p']).sum()})\n@triton.jit\ndef k9(p, D: tl.constexpr):\n    pass\n",
         "def f(x, n):\n    g = lambda meta: (x.add_(1), n)\n    return g\n",
+        # Modules reached as names of allowed modules (they open what those modules import).
+        "import typing\ndef f():\n    return typing.sys\n",
+        "import torch.nn.functional as F\ndef f(a):\n    return F.np\n",
+        "def f():\n    return torch.nn.init.torch\n",
+        "def f():\n    return tl.math.core\n",
+        "def f():\n    return triton.runtime.jit\n",
+        # A private name, or one of the judge's, made legal by defining it in a class.
+        "class N:\n    _disable_current_modes = None\ndef f(m):\n    return m._disable_current_modes()\n",
+        "class N:\n    compute = None\ndef f(mode):\n    mode.compute.clear()\n",
+        "class N:\n    own = None\ndef f(mode):\n    return getattr(mode, 'own')\n",
     ],
 )
 def test_allowlist_refuses_escapes(body):
@@ -246,3 +256,19 @@ def test_host_code_as_people_write_it_is_allowed():
     res = lint(REAL_WORLD)
     assert [p.message for p in res.problems] == []
     assert "_impl" in res.kernels
+
+
+def test_own_names_stay_usable_on_self_and_registered_buffers_count():
+    body = (
+        "class ModelNew(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.register_buffer('scale', torch.ones(4))\n"
+        "        self._model = None\n"
+        "        self.compute = 1\n"
+        "    @torch.no_grad()\n"
+        "    def forward(self, x):\n"
+        "        cfg = self.scale\n"
+        "        return x * self.compute, self._model, cfg.scale if False else cfg\n"
+    )
+    assert checks(body) == set()

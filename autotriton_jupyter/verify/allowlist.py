@@ -154,6 +154,21 @@ def module_names() -> dict[str, frozenset[str]]:
     return {k: frozenset(v) for k, v in names.items()}
 
 
+@functools.lru_cache(maxsize=4096)
+def opens_a_module(prefix: str, name: str) -> bool:
+    """Whether prefix.name is a module not allowed in its own right (in an open namespace)."""
+    import importlib
+
+    path = f"{prefix}.{name}"
+    if path in IMPORTABLE or path in module_names():
+        return False
+    try:
+        value = getattr(importlib.import_module(prefix), name, None)
+    except ImportError:
+        return False
+    return isinstance(value, types.ModuleType)
+
+
 # The modules whose objects hold the judge's state inside a worker.
 _JUDGE_MODULES = ("probes", "worker", "timing", "wire", "forkserver", "confine")
 

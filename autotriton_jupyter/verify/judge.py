@@ -92,12 +92,23 @@ class Reference:
 
 
 _VARIANT_WHAT = {
-    "signed": "signs flipped at random; booleans flipped at random",
-    "scaled": "values scaled by 4 and shifted; some boolean rows all False",
-    "extreme": "magnitudes 64 times larger; some boolean rows all True",
-    "zeros": "values rounded to halves (ties) and an eighth set to zero; boolean rows all "
-    "False or all True",
+    "signed": ("signs flipped at random", "booleans flipped at random"),
+    "scaled": ("values scaled by 4 and shifted", "some boolean rows all False"),
+    "extreme": ("magnitudes 64 times larger", "some boolean rows all True"),
+    "zeros": (
+        "values rounded to halves (ties) and an eighth set to zero",
+        "boolean rows all False or all True",
+    ),
 }
+
+
+def _variant_what(label: str, inputs: Any) -> str:
+    """How the judge made an input set, naming what it did to booleans only when there are any."""
+    what = _VARIANT_WHAT.get(label.split(" ")[0])
+    if what is None:
+        return "other shapes"
+    bools = any(str(getattr(x, "dtype", "")) == "torch.bool" for x in inputs or ())
+    return f"{what[0]}; {what[1]}" if bools else what[0]
 
 
 LATE_BUDGET_S = 5.0  # wall time the late calls may take before the last, audited one
@@ -141,6 +152,14 @@ def _parts(sizes: list[int], limit: int) -> list[list[int]]:
         groups[-1].append(i)
         total += n
     return groups
+
+
+def _run_label(ref: Reference, p: dict) -> str:
+    if p["kind"] == "late":
+        return f"{p['extra_calls'] + 1} calls in a row"
+    if p["kind"] in ("repeat", "refill"):
+        return f"the {p['kind']} run"
+    return f"input set {ref.sets[p['set']]['label']}"
 
 
 def _made_by_judge(label: str) -> bool:
@@ -311,6 +330,10 @@ class Verifier:
                 if f.kind == "crash" and f.log
                 else ""
             )
+            if f.message.startswith("Input set 'shape-"):
+                raise TaskError(
+                    f"--shapes does not fit {task.path or task.name}: {f.message}"
+                ) from f
             raise TaskError(
                 f"The reference {task.path or task.name} cannot be run: {f.message}{detail}"
             ) from f
@@ -429,12 +452,14 @@ class Verifier:
             task=task.path or task.name,
             candidate=candidate.path or candidate.name,
         )
-        ref = self.prepare(task)  # a reference that cannot run is the caller's error, raised first
+        # The lint needs no worker: a candidate it refuses gets its verdict at once, before
+        # any reference is run (a reference that cannot run is raised by the next one).
         lint = static.lint(candidate.source, candidate.path or candidate.name)
         for p in lint.problems:
             r.add(p.check, FAIL, p.message)
         r.notes.extend(lint.notes)
-        if not lint.problems:
+        if not r.failed():
+            ref = self.prepare(task)  # a reference that cannot run is the caller's error
             self._signature(task, candidate, r)
         if r.failed():
             r.seconds["total"] = time.perf_counter() - t0
@@ -556,7 +581,10 @@ class Verifier:
             else:
                 r.add("own_forward", PASS)
             n = len(ref.sets)
-            plan = [{"set": i, "slot": i, "kind": "fresh"} for i in range(n)]
+            plan = [
+                {"set": i, "slot": i, "kind": "judge-made" if _made_by_judge(s["label"]) else "fresh"}
+                for i, s in enumerate(ref.sets)
+            ]
             plan.append({"set": 0, "slot": 0, "kind": "repeat"})
             if len(ref.own_shape) > 1:  # new values into slot 0's buffers: same shapes
                 plan.append({"set": ref.own_shape[1], "slot": 0, "kind": "refill"})
@@ -565,7 +593,7 @@ class Verifier:
             plan.append(
                 {"set": late, "slot": late, "kind": "late", "extra_calls": _late_calls()}
             )
-            ran = self._run_plan(ref, w, plan)
+            ran = self._run_plan(ref, w, plan, r.candidate)
         self._tampering(loaded["tampered"] + ran["tampered"], r)
         if len(ran["runs"]) < len(plan) and not any("error" in x for x in ran["runs"]):
             r.add("runs", FAIL, "The worker returned fewer runs than it was asked for.")
@@ -596,7 +624,7 @@ class Verifier:
             )
         self._timing(ref, rt, timed, r)
 
-    def _run_plan(self, ref: Reference, w: Worker, plan: list[dict]) -> dict[str, Any]:
+    def _run_plan(self, ref: Reference, w: Worker, plan: list[dict], name: str) -> dict[str, Any]:
         """Run the plan in the candidate's worker, in parts when inputs and outputs are large.
 
         Input sets are sent with the first part that uses them; a part that ends in an
@@ -610,7 +638,12 @@ class Verifier:
         runs: list[dict] = []
         tampered: list[str] = []
         sent = 0
-        for part in _parts(cost, PART_BYTES):
+        # On the CPU (the interpreter: seconds a call) one run per message, so progress shows.
+        parts = _parts(cost, PART_BYTES if self.device == "cuda" else 0)
+        for k, part in enumerate(parts):
+            if len(parts) > 1:
+                what = ", ".join(_run_label(ref, plan[i]) for i in part)
+                self.on_event(f"{name}: {what} ({k + 1}/{len(parts)})")
             upto = max(plan[i]["set"] for i in part) + 1
             got = w.call(
                 "run",
@@ -734,6 +767,7 @@ class Verifier:
             s = ref.sets[p["set"]]
             where = {
                 "fresh": f"on input set '{s['label']}'",
+                "judge-made": f"on input set '{s['label']}'",
                 "late": "on repeated calls",
             }.get(p["kind"], f"on the {p['kind']} run")
             if "error" in run:
@@ -789,10 +823,11 @@ class Verifier:
                 r.add(
                     "judge_inputs",
                     CONDITIONAL,
-                    f"Right on the inputs get_inputs() draws, but wrong {where}, which the judge "
-                    f"made from them ({_VARIANT_WHAT.get(s['label'].split(' ')[0], 'other shapes')}): "
+                    f"Right within tolerance on the inputs get_inputs() draws, but wrong {where}, "
+                    f"which the judge made from them ({_variant_what(s['label'], s['inputs'])}): "
                     f"{c.message}. The kernel may rely on a range or pattern of inputs that "
-                    "the task does not promise.",
+                    "the task does not promise, or have an error that the tolerance hides at "
+                    "the task's own magnitudes.",
                 )
             elif not c.ok:
                 r.add("correctness", FAIL, f"{c.message[0].upper()}{c.message[1:]} {where}.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -60,7 +61,11 @@ class Report:
         return [c for c in self.checks if c.status in (FAIL, INCONCLUSIVE)]
 
     def finish(self, strict: bool = False) -> Report:
-        """Set the verdict from the checks; with `strict`, conditional becomes fail."""
+        """Set the verdict from the checks; with `strict`, conditional checks become failures."""
+        if strict:
+            for c in self.checks:
+                if c.status == CONDITIONAL:
+                    c.status = FAIL
         if not self.checks or self.blocking():
             self.verdict = FAIL
         elif any(c.status == CONDITIONAL for c in self.checks):
@@ -99,7 +104,7 @@ class Report:
 
     def to_json(self, indent: int | None = None) -> str:
         """The report as JSON text."""
-        return json.dumps(self.to_dict(), indent=indent)
+        return json.dumps(_finite(self.to_dict()), indent=indent, allow_nan=False)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Report:
@@ -109,6 +114,17 @@ class Report:
         fields = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         fields["checks"] = [Check(**c) for c in d.get("checks", [])]
         return cls(**fields)
+
+
+def _finite(v: Any) -> Any:
+    """NaN and infinities as null: strict JSON, which every parser reads."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_finite(x) for x in v]
+    return v
 
 
 def _ms(v: float | None) -> str:

@@ -247,7 +247,16 @@ class Worker:
             )
         code = self.proc.exitcode
         how = _signal_name(code) if code is not None and code < 0 else f"exit code {code}"
-        raise WorkerFailure("crash", f"{what} crashed the worker process ({how}).", self.log_tail())
+        hint = ""
+        if code is not None and -code in (signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT):
+            hint = (
+                " A kernel that reads or writes past its tensors does this: check that every "
+                "tl.load and tl.store is masked (mask=offsets < n) and that the grid covers "
+                "no more than the data."
+            )
+        raise WorkerFailure(
+            "crash", f"{what} crashed the worker process ({how}).{hint}", self.log_tail()
+        )
 
     def _guarded(
         self,

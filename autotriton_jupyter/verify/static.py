@@ -133,7 +133,11 @@ class _Paths:
             name = parts[i]
             allowed = self.names.get(prefix, frozenset())
             open_ns = prefix.startswith(allow.OPEN_NAMESPACES) and not name.startswith("_")
-            if open_ns and f"{prefix}.{name}" not in allow.DENIED_PATHS:
+            if (
+                open_ns
+                and f"{prefix}.{name}" not in allow.DENIED_PATHS
+                and not allow.opens_a_module(prefix, name)
+            ):
                 allowed = allowed | {name}
             if f"{prefix}.{name}" not in allow.IMPORTABLE and name not in allowed:
                 if name.startswith("_") and name not in _PRIVATE_OK:
@@ -153,6 +157,8 @@ class _Paths:
         return None
 
 
+# nn.Module methods that give a module an attribute named by a string.
+_REGISTERS = frozenset({"register_buffer", "register_parameter", "register_module", "add_module"})
 _OWN_OBJECTS = ("self", "cls", "ctx")  # a method's own object, and autograd's context
 
 
@@ -238,6 +244,9 @@ def _collect(tree: ast.Module) -> _Scope:
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute):
             # namedtuple("T", ["a", "b"]) / field names given as strings
             fn = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+            if fn in _REGISTERS and node.args and isinstance(node.args[0], ast.Constant):
+                if isinstance(node.args[0].value, str):  # self.register_buffer("scale", ...)
+                    scope.attrs.add(node.args[0].value)
             if fn == "namedtuple" and len(node.args) >= 2:
                 fields = node.args[1]
                 if isinstance(fields, ast.List | ast.Tuple):

@@ -316,6 +316,11 @@ class Worker:
             raise WorkerError(f"ModelNew(*get_init_inputs()) raised {_describe(e)}") from e
         copied, mode, unmatched = self._copy_state(model, msg["state"])
         fwd = getattr(type(model), "forward", None)
+        for _ in range(8):  # through decorators such as @torch.no_grad() to the function itself
+            inner = getattr(fwd, "__wrapped__", None)
+            if inner is None:
+                break
+            fwd = inner
         code = getattr(fwd, "__code__", None)
         own_forward = bool(code) and os.path.realpath(code.co_filename) == os.path.realpath(path)
         self.model = model
