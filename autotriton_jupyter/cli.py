@@ -272,7 +272,11 @@ def cmd_bench_finetune(args: argparse.Namespace) -> int:
 
 def cmd_bench_pipeline(args: argparse.Namespace) -> int:
     from .bench import bench_pipeline
+    from .task import TaskError
 
+    then = [tuple(pair.split(":", 1)) for pair in args.then or []]
+    if any(len(p) != 2 for p in then):
+        raise TaskError("--then takes REF.py:CANDIDATES_DIR")
     result = bench_pipeline(
         args.reference,
         args.candidates,
@@ -280,6 +284,7 @@ def cmd_bench_pipeline(args: argparse.Namespace) -> int:
         repeats=args.repeats,
         verify=_options(args),
         on_event=_progress(args.quiet),
+        then=then,
     )
     print(json.dumps(result, indent=2) if args.json else result["text"])
     return EXIT_PASS
@@ -738,6 +743,12 @@ def build_parser() -> argparse.ArgumentParser:
     bp.add_argument("candidates", help="folder of candidate files (replayed as the model)")
     bp.add_argument("-n", type=int, default=4)
     bp.add_argument("--repeats", type=int, default=2)
+    bp.add_argument(
+        "--then",
+        action="append",
+        metavar="REF.py:DIR",
+        help="after the repeats, a cell for another task in the same session (repeatable)",
+    )
     bp.add_argument("--json", action="store_true")
     _add_verify_flags(bp)
     bp.set_defaults(func=cmd_bench_pipeline)

@@ -10,6 +10,7 @@
 #   attacks   every attack of tests/attacks on the GPU, timing on (about 4)
 #   finetune  LoRA training benchmark (about 1)
 #   pipeline  cell to result view with known candidates (about 1.5)
+#   latency   a kernel session's cells and one-shot CLI verifies, cold and cached (about 3)
 #   eval      eval twice over examples/tasks and examples/gpu_tasks (about 4)
 #   verify    the verifier's own costs, with and without the sandbox (about 2)
 #   cpu       the CPU suite on this machine's software (about 4)
@@ -99,6 +100,29 @@ if want pipeline; then
     timeout 120 $AT bench pipeline examples/gpu_tasks/softmax.py examples/candidates/softmax \
         -n 2 --repeats 3 --json > "$OUT/bench-pipeline.json" 2> "$OUT/bench-pipeline.log" \
         && show "$OUT/bench-pipeline.json"
+fi
+
+if want latency; then
+    # A fresh reference-timing cache first (what a new machine pays), then the same again
+    # (what a machine that has seen the tasks pays).
+    export AUTOTRITON_CACHE=$(mktemp -d)
+    for pass in cold cached; do
+        echo "== a kernel session, $pass reference timings: softmax twice, then row_sum, 4 candidates each"
+        timeout 150 $AT bench pipeline examples/gpu_tasks/softmax.py examples/candidates/softmax \
+            -n 4 --repeats 2 --then examples/gpu_tasks/row_sum.py:examples/candidates/row_sum \
+            --json > "$OUT/bench-session-$pass.json" 2> "$OUT/bench-session-$pass.log" \
+            && show "$OUT/bench-session-$pass.json"
+        tail -3 "$OUT/bench-session-$pass.log"
+        echo "== one-shot CLI verify, $pass: a failing pair, then a passing pair with timing"
+        for cand in wrong_axis rowwise; do
+            s0=$(date +%s.%N)
+            timeout 100 $AT verify examples/gpu_tasks/softmax.py examples/candidates/softmax/$cand.py -q \
+                > "$OUT/cli-$pass-$cand.txt" 2>&1
+            code=$?
+            echo "verify $cand: exit $code, $("$PY" -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 2))" "$(date +%s.%N)" "$s0") s; $(head -1 "$OUT/cli-$pass-$cand.txt")"
+        done
+    done
+    unset AUTOTRITON_CACHE
 fi
 
 if want eval; then
