@@ -11,10 +11,19 @@ from collections.abc import Sequence
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_CONDITIONAL = 0, 1, 2, 3
 
 
+_STARTED = time.perf_counter()
+
+
 def _progress(quiet: bool):
+    """Progress lines on stderr, each with the seconds since the command started."""
+
     def emit(msg: str) -> None:
         if not quiet:
-            print(f"[autotriton] {msg}", file=sys.stderr, flush=True)
+            print(
+                f"[autotriton {time.perf_counter() - _STARTED:5.1f}s] {msg}",
+                file=sys.stderr,
+                flush=True,
+            )
 
     return emit
 

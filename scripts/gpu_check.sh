@@ -81,7 +81,7 @@ fi
 
 if want attacks; then
     echo "== the attack corpus on the GPU, timing on (the timing attacks need it)"
-    timeout 400 "$PY" tests/attacks/run_attacks.py --device cuda --out "$OUT/attacks-gpu.json" \
+    timeout "${ATTACKS_TIMEOUT:-400}" "$PY" tests/attacks/run_attacks.py --device cuda --out "$OUT/attacks-gpu.json" \
         > "$OUT/attacks-gpu.log" 2>&1
     grep -E ": (pass|conditional) " "$OUT/attacks-gpu.log"
     echo "attacks run: $(grep -cE '^[a-z_]+__.*: (pass|fail|conditional|inconclusive) ' "$OUT/attacks-gpu.log")," \
@@ -108,7 +108,7 @@ if want latency; then
     export AUTOTRITON_CACHE=$(mktemp -d)
     for pass in cold cached; do
         echo "== a kernel session, $pass reference timings: softmax twice, then row_sum, 4 candidates each"
-        timeout 150 $AT bench pipeline examples/gpu_tasks/softmax.py examples/candidates/softmax \
+        timeout 170 $AT bench pipeline examples/gpu_tasks/softmax.py examples/candidates/softmax \
             -n 4 --repeats 2 --then examples/gpu_tasks/row_sum.py:examples/candidates/row_sum \
             --json > "$OUT/bench-session-$pass.json" 2> "$OUT/bench-session-$pass.log" \
             && show "$OUT/bench-session-$pass.json"
@@ -116,10 +116,12 @@ if want latency; then
         echo "== one-shot CLI verify, $pass: a failing pair, then a passing pair with timing"
         for cand in wrong_axis rowwise; do
             s0=$(date +%s.%N)
-            timeout 100 $AT verify examples/gpu_tasks/softmax.py examples/candidates/softmax/$cand.py -q \
-                > "$OUT/cli-$pass-$cand.txt" 2>&1
+            timeout 100 $AT verify examples/gpu_tasks/softmax.py examples/candidates/softmax/$cand.py --json \
+                > "$OUT/cli-$pass-$cand.json" 2> "$OUT/cli-$pass-$cand.log"
             code=$?
-            echo "verify $cand: exit $code, $("$PY" -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 2))" "$(date +%s.%N)" "$s0") s; $(head -1 "$OUT/cli-$pass-$cand.txt")"
+            echo "verify $cand: exit $code, $("$PY" -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 2))" "$(date +%s.%N)" "$s0") s"
+            cut -c1-150 "$OUT/cli-$pass-$cand.log" | tail -12
+            "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['verdict'], d['reasons'][:2], d['seconds'])" "$OUT/cli-$pass-$cand.json"
         done
     done
     unset AUTOTRITON_CACHE

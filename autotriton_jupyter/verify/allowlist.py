@@ -147,7 +147,7 @@ def module_names() -> dict[str, frozenset[str]]:
         members -= {
             n
             for n in members
-            if isinstance(getattr(mod, n, None), types.ModuleType)
+            if isinstance(vars(mod).get(n), types.ModuleType)  # no lazy attribute is woken
             and f"{path}.{n}" not in IMPORTABLE
             and f"{path}.{n}" not in names
         }
@@ -163,7 +163,7 @@ def opens_a_module(prefix: str, name: str) -> bool:
     if path in IMPORTABLE or path in module_names():
         return False
     try:
-        value = getattr(importlib.import_module(prefix), name, None)
+        value = vars(importlib.import_module(prefix)).get(name)
     except ImportError:
         return False
     return isinstance(value, types.ModuleType)

@@ -20,11 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch._dynamo  # noqa: F401  (it rebinds torch.manual_seed on import: do it before any snapshot)
 import triton  # noqa: F401  (imported here so the fork server preloads it)
-
-# torch._dynamo (seconds to import) is left out of the fork server: only the reference
-# worker needs it, to time torch.compile. Candidate workers never import it (the lint
-# refuses torch.compile), so their identity snapshot sees torch as the fork server had it.
 
 from . import probes, timing, wire
 from .shapes import ShapeError, reshape_inputs
@@ -290,8 +287,6 @@ class Worker:
             result["eager_ms"] = eager["median_ms"]
             result["eager_reps"] = eager["reps"]
             try:
-                import torch._dynamo  # noqa: F401  (here only: see the imports above)
-
                 compiled = torch.compile(self.model)
                 c = timing.bench(compiled, buffers, sets, budget_s=msg["budget_s"], rng=rng)
                 result["compile_ms"] = c["median_ms"]
