@@ -378,6 +378,8 @@ class _Progress:
                 )
             elif ev.kind == "done":
                 self._set(f"gen{ev.sample}", f"{who}: {ev.tokens} tokens, {ev.message}")
+            elif ev.kind == "load":  # the model's own news: a decode step compiling, say
+                self._set("stage", ev.message)
         elif e.kind in ("verified", "checked"):
             self._set(
                 f"ver{e.round}.{e.sample}",

@@ -13,6 +13,7 @@ import os
 import sqlite3
 import time
 import types
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -290,6 +291,25 @@ class Store:
         }
 
 
+def _interpreter_without_gpu(name: str) -> None:
+    """On a machine without a GPU, Triton's CPU interpreter runs the kernels.
+
+    Triton picks the interpreter when a kernel is decorated, from TRITON_INTERPRET, and
+    its own modules must agree, so it is set for the rest of the process (a machine
+    without a GPU has no other way to run them).
+    """
+    import torch
+
+    if torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET"):
+        return
+    warnings.warn(
+        f"There is no GPU here: {name} runs in Triton's CPU interpreter (correct, but slow; "
+        "for checking results, not for speed).",
+        stacklevel=4,
+    )
+    os.environ["TRITON_INTERPRET"] = "1"
+
+
 def load_kernel(name: str, path: str | Path | None = None) -> Any:
     """The accepted kernel's ModelNew class, loaded from the library into a fresh module."""
     with Store(path) as store:
@@ -304,6 +324,7 @@ def load_kernel(name: str, path: str | Path | None = None) -> Any:
         tmp.replace(file)
     module = types.ModuleType(f"autotriton_kernels.{name}")
     module.__file__ = str(file)
+    _interpreter_without_gpu(name)
     exec(compile(kernel.code, str(file), "exec"), module.__dict__)
     cls = module.__dict__.get("ModelNew")
     if cls is None:

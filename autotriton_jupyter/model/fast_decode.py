@@ -16,6 +16,7 @@ queued before step i's tokens are read, so the GPU never waits for the host.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 CACHE_BUCKET = 1024  # cache lengths are rounded up to this, so few sizes are compiled
@@ -83,6 +84,10 @@ class LlamaDecoder:
             and _pow2(self.head_dim)
         )
         self.compile_step = self.device.type == "cuda" if compile_step is None else compile_step
+        # Told when a decode step is compiled for a new batch size or sampling setting (tens
+        # of seconds the first time on a machine; Inductor's on-disk cache shortens later ones).
+        self.on_compile: Any = None
+        self._compiled: set[tuple] = set()
         base = model.model
         self.embed = base.embed_tokens.weight
         self.rotary = base.rotary_emb
@@ -226,7 +231,16 @@ class LlamaDecoder:
                 ready[slot].record()
             if i + 1 < max_new:
                 position.fill_(p + i)
+                shape = (b, self.cache[0][0].shape[2], temperature, top_p)
+                first = self.compile_step and shape not in self._compiled
+                if first and self.on_compile:
+                    self.on_compile(f"compiling the decode step for {b} rows (once per batch size)")
+                t0 = time.perf_counter()
                 nxt = step(nxt[:, None], position).clone()
+                if first:
+                    self._compiled.add(shape)
+                    if self.on_compile:
+                        self.on_compile(f"decode step for {b} rows ready in {time.perf_counter() - t0:.1f} s")
             if cuda:
                 ready[slot].synchronize()
             yield host[slot].clone()

@@ -15,6 +15,17 @@ from ..task import Task
 from .html import result_html, summary_line
 
 
+# Put above inserted kernel code: on a machine without a GPU the cell still runs (slowly),
+# in Triton's CPU interpreter, which Triton picks when the kernels are decorated.
+_RUNS_WITHOUT_GPU = """import os as _os
+import torch as _torch
+
+if not _torch.cuda.is_available():  # no GPU here: Triton's CPU interpreter runs the kernels
+    _os.environ.setdefault("TRITON_INTERPRET", "1")
+
+"""
+
+
 class ResultView:
     """A Result shown with ipywidgets; Accept binds and stores the chosen passing kernel."""
 
@@ -218,7 +229,7 @@ class ResultView:
         if c is None or not c.code or self.set_next_input is None:
             self.say("There is no code to insert.", ok=False)
             return False
-        self.set_next_input(c.code)
+        self.set_next_input(_RUNS_WITHOUT_GPU + c.code)
         self.say("The kernel's code was put in a new cell below.")
         return True
 

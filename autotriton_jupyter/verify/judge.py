@@ -595,10 +595,16 @@ class Verifier:
             )
             ran = self._run_plan(ref, w, plan, r.candidate)
         self._tampering(loaded["tampered"] + ran["tampered"], r)
-        if len(ran["runs"]) < len(plan) and not any("error" in x for x in ran["runs"]):
+        if (
+            len(ran["runs"]) < len(plan)
+            and not ran["stopped"]
+            and not any("error" in x for x in ran["runs"])
+        ):
             r.add("runs", FAIL, "The worker returned fewer runs than it was asked for.")
             return
-        self._runs(ref, plan, ran["runs"], r)
+        self._runs(ref, plan[: len(ran["runs"])] if ran["stopped"] else plan, ran["runs"], r)
+        if ran["stopped"]:
+            r.notes.append("the repeated calls were skipped: the output was already wrong")
         if r.blocking() or not o.timing:
             if not o.timing:
                 r.notes.append("timing was switched off (--no-timing)")
@@ -639,8 +645,19 @@ class Verifier:
         tampered: list[str] = []
         sent = 0
         # On the CPU (the interpreter: seconds a call) one run per message, so progress shows.
-        parts = _parts(cost, PART_BYTES if self.device == "cuda" else 0)
+        # The late calls go last, on their own: a candidate already wrong on an input set
+        # the task draws has its verdict, and is not kept for hundreds of calls more.
+        parts = _parts(cost[:-1], PART_BYTES if self.device == "cuda" else 0) + [[len(plan) - 1]]
+        stopped = False
         for k, part in enumerate(parts):
+            if k and any(
+                plan[i]["kind"] == "fresh"
+                and "outputs" in x
+                and not compare(x["outputs"], ref.sets[plan[i]["set"]]["outputs"], o.atol, o.rtol).ok
+                for i, x in zip(range(len(runs)), runs)
+            ):
+                stopped = True
+                break
             if len(parts) > 1:
                 what = ", ".join(_run_label(ref, plan[i]) for i in part)
                 self.on_event(f"{name}: {what} ({k + 1}/{len(parts)})")
@@ -662,7 +679,7 @@ class Verifier:
             tampered += got["tampered"]
             if len(got["runs"]) < len(part) or any("error" in x for x in got["runs"]):
                 break
-        return {"runs": runs, "tampered": tampered}
+        return {"runs": runs, "tampered": tampered, "stopped": stopped}
 
     # judging ---------------------------------------------------------------------------
     def _tampering(self, changed: list[str], r: Report) -> None:
@@ -833,6 +850,12 @@ class Verifier:
                 r.add("correctness", FAIL, f"{c.message[0].upper()}{c.message[1:]} {where}.")
             if i == 0:
                 first_out = out
+        if any(c.name == "correctness" and c.status == FAIL for c in r.checks):
+            # Already wrong on the task's own inputs: "right on them" would be false.
+            judged = [c for c in r.checks if c.name == "judge_inputs" and c.status == CONDITIONAL]
+            r.checks = [c for c in r.checks if c not in judged]
+            if judged:
+                r.notes.append(f"also wrong on {len(judged)} input sets the judge made")
         if len(runs) < len(plan):
             r.add("runs", FAIL, "the worker stopped before all runs finished.")
         r.add("runs", PASS)

@@ -140,7 +140,7 @@ def format_text(r: Report) -> str:
     c = r.correctness
     if c:
         lines.append(
-            f"correctness: {c.get('runs', 0)} runs on {c.get('input_sets', 0)} input sets, "
+            f"correctness: {c.get('runs', 0)} run{'s' if c.get('runs', 0) != 1 else ''} on {c.get('input_sets', 0)} input sets, "
             f"max abs err {c.get('max_abs_err', float('nan')):.3g}, "
             f"max rel err {c.get('max_rel_err', float('nan')):.3g} "
             f"(atol {c.get('atol')}, rtol {c.get('rtol')})"

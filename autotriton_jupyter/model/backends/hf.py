@@ -198,6 +198,8 @@ class HFGenerator:
         import torch
 
         eos = self._eos_ids()
+        if self.decoder is not None:  # a first compile for this batch size says so
+            self.decoder.on_compile = lambda message: emit(Event("load", chat=ci, message=message))
         prompt = torch.tensor([ids] * n, device=self.device)
         tokens: list[list[int]] = [[] for _ in range(n)]
         done = [False] * n
