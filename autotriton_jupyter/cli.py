@@ -12,6 +12,21 @@ EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_CONDITIONAL = 0, 1, 2, 3
 
 
 _STARTED = time.perf_counter()
+MAX_SAMPLES = 64  # samples per task: each is a sequence in the decode batch and a worker
+
+
+def samples(text: str) -> int:
+    """-n: a whole number from 1 to MAX_SAMPLES (argparse turns the error into a message)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= n <= MAX_SAMPLES:
+        raise argparse.ArgumentTypeError(
+            f"{n} samples: use 1 to {MAX_SAMPLES} (each is a sequence in the decode batch "
+            "and a candidate to verify)"
+        )
+    return n
 
 
 def _progress(quiet: bool):
@@ -230,9 +245,8 @@ def cmd_model_list(args: argparse.Namespace) -> int:
         return EXIT_PASS
     for s in specs:
         state = "ready" if s.available else f"needs {s.needs}"
-        print(
-            f"{s.name:<14} {s.backend:<9} {state}{'  ' + s.path if s.available and s.path else ''}"
-        )
+        where = f"  {s.path}" if s.available and s.path else ""
+        print(f"{s.name:<14} {s.backend:<9} {state}{where}{'  (' + s.about + ')' if s.about else ''}")
     return EXIT_PASS
 
 
@@ -575,7 +589,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--model",
         help="autotriton (default), tiny, tiny-hf, a .gguf file, an HF folder, or openai:NAME",
     )
-    g.add_argument("-n", type=int, default=4, help="number of samples (default 4)")
+    g.add_argument("-n", type=samples, default=4, help="number of samples (default 4)")
     g.add_argument("--max-tokens", type=int, default=8192, help="per sample (default 8192)")
     g.add_argument("--temperature", type=float, default=0.6)
     g.add_argument("--top-p", type=float, default=0.95)
@@ -590,7 +604,7 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("tritonize", help="generate, verify and rank Triton rewrites of a task")
     t.add_argument("reference", help="REF.py in the KernelBench format")
     t.add_argument("--model")
-    t.add_argument("-n", type=int, default=4, help="samples (default 4)")
+    t.add_argument("-n", type=samples, default=4, help="samples (default 4)")
     t.add_argument(
         "--rounds", type=int, default=0, help="repair rounds after the first (default 0)"
     )
@@ -610,7 +624,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("tasks", help="folder of KernelBench-format task files")
     e.add_argument("--candidates", help="score these files instead of generating: DIR/<task>/*.py")
     e.add_argument("--model")
-    e.add_argument("-n", type=int, default=4, help="samples per task (default 4)")
+    e.add_argument("-n", type=samples, default=4, help="samples per task (default 4)")
     e.add_argument("--rounds", type=int, default=0)
     e.add_argument("--max-tokens", type=int, default=8192)
     e.add_argument(
@@ -750,7 +764,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bp.add_argument("reference")
     bp.add_argument("candidates", help="folder of candidate files (replayed as the model)")
-    bp.add_argument("-n", type=int, default=4)
+    bp.add_argument("-n", type=samples, default=4)
     bp.add_argument("--repeats", type=int, default=2)
     bp.add_argument(
         "--then",

@@ -122,6 +122,7 @@ class AutotritonMagics(Magics):
             for s in list_models(self._model_options(args)):
                 print(
                     f"{s.name:<14} {s.backend:<9} {'ready' if s.available else 'needs ' + s.needs}"
+                    + (f"  ({s.about})" if s.about else "")
                 )
             return
         try:
@@ -139,7 +140,7 @@ class AutotritonMagics(Magics):
             return
         o = self._model_options(args)
         print(
-            f"model: {o.name}\nlibrary: {path} ({counts['accepted']} accepted, "
+            f"model: {o.name}{_usable(o)}\nlibrary: {path} ({counts['accepted']} accepted, "
             f"{counts['candidates']} candidates)\nsamples per cell: {self.n}, repair rounds: {self.rounds}"
             f"\nverifier: {_verifier_state()}"
         )
@@ -200,13 +201,17 @@ class AutotritonMagics(Magics):
             vo.device = args.device
         if args.seed is not None:
             vo.seed = args.seed
+        n = args.n or self.n
+        if not 1 <= n <= 64:
+            _error(f"-n {n}: use 1 to 64 samples (each is a sequence in the decode batch and a candidate to verify).")
+            return
         params = GenerationParams(
             max_tokens=args.max_tokens or self.max_tokens,
             temperature=self.temperature,
             seed=args.seed,
         )
         options = TritonizeOptions(
-            n=args.n or self.n,
+            n=n,
             rounds=self.rounds if args.rounds is None else args.rounds,
             params=params,
             verify=vo,
@@ -399,6 +404,19 @@ class _Progress:
 
 def _progress_view(task: str | None = None, library: str | None = None) -> _Progress:
     return _Progress(task, library)
+
+
+def _usable(o: Any) -> str:
+    """' (not usable here: needs ...)' for a model that cannot run, else ''."""
+    from .model.registry import resolve
+
+    try:
+        spec = resolve(o.name, o)
+    except GenerationError as e:
+        return f" (unknown: {e})"
+    if spec.available:
+        return ""
+    return f" (not usable here: needs {spec.needs}; `%autotriton models` lists the usable ones)"
 
 
 def start_verifier() -> None:

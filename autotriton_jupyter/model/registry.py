@@ -54,6 +54,7 @@ class ModelSpec:
     api_model: str = ""
     available: bool = True
     needs: str = ""
+    about: str = ""  # what the name is, for names that are not a model
 
 
 def tiny_gguf() -> Path | None:
@@ -156,6 +157,16 @@ def list_models(options: ModelOptions) -> list[ModelSpec]:
             options.base_url,
             available=up,
             needs="" if up else f"an OpenAI-compatible server at {options.base_url}",
+        )
+    )
+    specs.append(
+        ModelSpec(
+            "files:<DIR>",
+            "replay",
+            "",
+            available=True,
+            needs="",
+            about="replays candidate files from a folder as the model's answers; no model runs",
         )
     )
     for s in specs:
