@@ -31,15 +31,14 @@ WRITES_PER_S = 4.0
 
 
 def jobs_dir(library: str | Path | None = None) -> Path:
-    """Where progress files live: $AUTOTRITON_JOBS, else `jobs/` next to the library file."""
+    """Where progress files live: $AUTOTRITON_JOBS, else `jobs/` in the library's side
+    folder (store.side_dir: beside the default library, in the user cache for others)."""
     env = os.environ.get("AUTOTRITON_JOBS")
     if env:
         return Path(env)
-    if library:
-        return Path(library).parent / "jobs"
-    from .store import default_path
+    from .store import side_dir
 
-    return default_path().parent / "jobs"
+    return side_dir(library) / "jobs"
 
 
 def _kernel_id() -> str | None:

@@ -78,6 +78,19 @@ def default_path() -> Path:
     return Path(base) / "autotriton" / "library.sqlite"
 
 
+def side_dir(library: str | Path | None = None) -> Path:
+    """Where files that belong to a library but are not the library live (job progress,
+    kernel sources for Triton): the default library's own folder, else a folder of the
+    user cache named for the library's path, so a library kept in a project folder gets
+    no `jobs/` or `kernels/` beside it."""
+    path = Path(library) if library else default_path()
+    if path == default_path():
+        return path.parent
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "autotriton"
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    return base / "libraries" / f"{path.stem}-{digest}"
+
+
 @dataclass
 class Accepted:
     """An accepted kernel as stored."""
@@ -315,7 +328,7 @@ def load_kernel(name: str, path: str | Path | None = None) -> Any:
     with Store(path) as store:
         kernel = store.get(name)
     # Triton needs the source on disk (it reads kernels with inspect.getsource).
-    cache = (Path(path).parent if path else default_path().parent) / "kernels"
+    cache = side_dir(path) / "kernels"
     cache.mkdir(parents=True, exist_ok=True)
     file = cache / f"{name}.py"
     if not file.exists() or file.read_text() != kernel.code:

@@ -23,11 +23,17 @@ def on_disk(log: JobLog) -> dict:
     return json.loads(log.path.read_text())
 
 
-def test_jobs_dir_is_next_to_the_library_unless_set(tmp_path, monkeypatch):
+def test_jobs_dir_is_next_to_the_default_library_else_in_the_cache(tmp_path, monkeypatch):
     monkeypatch.delenv("AUTOTRITON_JOBS", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("AUTOTRITON_LIBRARY", str(tmp_path / "lib" / "library.sqlite"))
-    assert jobs_dir() == tmp_path / "lib" / "jobs"
-    assert jobs_dir(tmp_path / "other" / "x.sqlite") == tmp_path / "other" / "jobs"
+    assert jobs_dir() == tmp_path / "lib" / "jobs"  # the default library's own folder
+    # A library elsewhere (a project folder) gets nothing beside it: its side folder is in
+    # the cache, one per library path.
+    other = jobs_dir(tmp_path / "project" / "x.sqlite")
+    assert other.is_relative_to(tmp_path / "cache" / "autotriton") and other.name == "jobs"
+    assert jobs_dir(tmp_path / "project2" / "x.sqlite") != other
+    assert jobs_dir(tmp_path / "project" / "x.sqlite") == other
     monkeypatch.setenv("AUTOTRITON_JOBS", str(tmp_path / "j"))
     assert jobs_dir() == tmp_path / "j"
 
