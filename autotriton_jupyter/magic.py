@@ -65,6 +65,11 @@ class AutotritonMagics(Magics):
     @argument("--init", help="constructor arguments, a Python expression (with --module)")
     @argument("--no-timing", action="store_true", help="skip GPU timing")
     @argument(
+        "--no-cache",
+        action="store_true",
+        help="measure the reference's eager and torch.compile times again (not from the cache)",
+    )
+    @argument(
         "--no-sandbox", action="store_true", help="verify without the OS sandbox (not advised)"
     )
     @argument("--allow-torch", help="ATen ops forward may run in PyTorch")
@@ -184,6 +189,8 @@ class AutotritonMagics(Magics):
             return
         if args.no_timing:
             vo.timing = False
+        if args.no_cache:
+            vo.reference_cache = False
         if args.no_sandbox:
             vo.sandbox = False
         if args.allow_torch:
