@@ -9,6 +9,7 @@ import {
 } from '@jupyterlab/application';
 import { ICommandPalette, ISessionContextDialogs } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { TritonPanel } from './panel';
@@ -28,13 +29,18 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: 'Tritonize the active cell; browse the kernel library; see the model.',
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ICommandPalette, ISessionContextDialogs, ILabShell],
+  optional: [ICommandPalette, ISessionContextDialogs, ILabShell, ISettingRegistry],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
     palette: ICommandPalette | null,
-    dialogs: ISessionContextDialogs | null
+    dialogs: ISessionContextDialogs | null,
+    _labShell: ILabShell | null,
+    settings: ISettingRegistry | null
   ) => {
+    if (settings) {
+      void keepWidgetState(settings);
+    }
     const panel = new TritonPanel(tracker, dialogs);
     panel.id = PANEL_ID;
     panel.title.icon = icon;
@@ -55,5 +61,22 @@ const plugin: JupyterFrontEndPlugin<void> = {
     app.commands.addKeyBinding({ command: COMMAND, keys: ['Accel Shift Y'], selector: '.jp-Notebook' });
   }
 };
+
+/**
+ * Result views are widgets: unless the notebook keeps their state when it is saved, a
+ * reloaded notebook shows "model not found" where the results were. Turn ipywidgets'
+ * "save widget state" on, unless the user has set it either way.
+ */
+async function keepWidgetState(settings: ISettingRegistry): Promise<void> {
+  const id = '@jupyter-widgets/jupyterlab-manager:plugin';
+  try {
+    const widgets = await settings.load(id);
+    if (widgets.user.saveState === undefined) {
+      await widgets.set('saveState', true);
+    }
+  } catch {
+    // ipywidgets' manager is not installed: there are no widget results to keep.
+  }
+}
 
 export default plugin;

@@ -94,4 +94,18 @@ test('Tritonize this runs the active cell; the library lists and filters kernels
   await page.sidebar.close('left');
   await magic.locator('.jp-OutputArea').getByText(/autotriton: /).first().scrollIntoViewIfNeeded();
   await page.screenshot({ path: SCREENSHOT });
+
+  // The result survives a save, the end of the kernel and a reload of the page: the
+  // notebook keeps the view's widget state (the panel turns that setting on).
+  await page.notebook.save();
+  await page.evaluate(async () => {
+    await (window as any).jupyterapp.serviceManager.sessions.shutdownAll();
+  });
+  await page.reload();
+  await page.notebook.openByPath('panel.ipynb');
+  const reloaded = page.locator('.jp-Notebook .jp-Cell').nth(1).locator('.jp-OutputArea');
+  await expect(reloaded).toContainText(/autotriton: (PASS|no candidate passed)/, {
+    timeout: 60_000
+  });
+  await expect(reloaded).not.toContainText('model not found');
 });
