@@ -183,6 +183,9 @@ def test_retry_runs_the_cell_again(ip, library, task_cell, corpus, monkeypatch):
     gen.answers = [fenced(corpus / "add_relu" / "pass_masked.py")]
     first.retry_button.click()
     assert magics.last_view is not first and magics.last_view.result.best is not None
+    # The new run goes into the old view's place (the front end routes what is shown
+    # under the Output widget into it; the browser test sees that).
+    assert list(first.widget.children) == [first.rerun]
 
 
 def test_progress_folds_the_streamed_text_per_sample():

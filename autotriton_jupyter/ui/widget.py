@@ -96,6 +96,8 @@ class ResultView:
                 self.completion_button,
             ]
         )
+        # Retry runs the cell again into this, in place of the view (not into the log).
+        self.rerun = w.Output()
         self.widget = w.VBox([self.html, buttons, self.editor, self.status, self.completion])
 
     # rendering -------------------------------------------------------------------------
@@ -234,5 +236,9 @@ class ResultView:
         return True
 
     def retry(self) -> None:
-        if self.on_retry is not None:
+        """Run the cell again; its progress and new result replace this view, in place."""
+        if self.on_retry is None:
+            return
+        self.widget.children = [self.rerun]
+        with self.rerun:
             self.on_retry()
