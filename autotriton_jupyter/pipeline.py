@@ -338,6 +338,12 @@ class _EitherCancel(Cancel):
 
 
 def _extracted(rnd: int, i: int, chat: list[dict[str, str]], c: Completion) -> CandidateResult:
+    if c.finish_reason == "cancelled":  # interrupted: what it wrote so far is no candidate
+        prompt = "\n\n".join(m["content"] for m in chat if m["role"] == "user")
+        return CandidateResult(
+            rnd, i, prompt, c.text, c.finish_reason, c.tokens, c.seconds, None,
+            "interrupted before it finished", None,
+        )
     ex = extract(c.text, c.finish_reason)
     prompt = "\n\n".join(m["content"] for m in chat if m["role"] == "user")
     return CandidateResult(

@@ -12,7 +12,9 @@ STYLE = """<style>
 .atr .pass{color:#1a7f37;font-weight:600}.atr .fail{color:#cf222e;font-weight:600}
 .atr .conditional{color:#9a6700;font-weight:600}
 .atr table{border-collapse:collapse;margin:6px 0}.atr td,.atr th{border:1px solid #ddd;padding:2px 8px}
-.atr details{margin:4px 0}.atr pre{max-height:420px;overflow:auto}
+.atr details{margin:4px 0}
+.atr pre{max-height:420px;overflow:auto;font-family:var(--jp-code-font-family,monospace);font-size:12px}
+.atr table{max-width:100%;table-layout:auto}.atr td.why{overflow-wrap:anywhere;max-width:60em}
 .atr table.diff{font-family:monospace;font-size:12px}.atr .diff_add{background:#e6ffec}
 .atr .diff_sub{background:#ffebe9}.atr .diff_chg{background:#fff8c5}
 </style>"""
@@ -71,7 +73,7 @@ def candidate_rows(result: Result) -> str:
         rows.append(
             f"<tr><td>{i + 1}</td><td>{c.round + 1}/{c.sample + 1}</td>"
             f"<td class='{verdict}'>{verdict}</td><td>{_x(t.get('speedup_vs_eager'))}</td>"
-            f"<td>{_x(t.get('speedup_vs_compile'))}</td><td>{c.tokens}</td><td>{why}</td></tr>"
+            f"<td>{_x(t.get('speedup_vs_compile'))}</td><td>{c.tokens}</td><td class='why'>{why}</td></tr>"
         )
     return (
         "<table><tr><th>#</th><th>round/sample</th><th>verdict</th><th>vs eager</th>"

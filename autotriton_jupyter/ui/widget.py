@@ -69,12 +69,21 @@ class ResultView:
             button_style="success",
             tooltip="bind ModelNew under this name and keep it in the library",
         )
-        self.insert_button = w.Button(description="Insert as cell")
-        self.retry_button = w.Button(description="Retry")
-        self.completion_button = w.ToggleButton(description="Show completion")
+        self.insert_button = w.Button(
+            description="Insert as cell", tooltip="put the kernel's code in a new cell below"
+        )
+        self.retry_button = w.Button(
+            description="Retry", tooltip="run this cell again (new samples), in place of this view"
+        )
+        self.completion_button = w.ToggleButton(
+            description="Show completion", tooltip="the model's whole answer, reasoning included"
+        )
         self.edit_button = w.ToggleButton(
             description="Edit", tooltip="change the kernel before accepting it (verified again)"
         )
+        for b in (self.accept_button, self.insert_button, self.retry_button,
+                  self.completion_button, self.edit_button):
+            b.layout = w.Layout(width="auto", min_width="fit-content")  # labels never cut
         self.editor = w.Textarea(layout=w.Layout(width="100%", height="24em", display="none"))
         self.completion = w.HTML()
         self.status = w.HTML()
@@ -94,7 +103,8 @@ class ResultView:
                 self.retry_button,
                 self.edit_button,
                 self.completion_button,
-            ]
+            ],
+            layout=w.Layout(flex_flow="row wrap"),  # a narrow page wraps, it does not clip
         )
         # Retry runs the cell again into this, in place of the view (not into the log).
         self.rerun = w.Output()
