@@ -300,7 +300,8 @@ class AutotritonMagics(Magics):
             verify_options=verify_options,
         )
         self.last_view = view
-        display(view.mimebundle(), raw=True)
+        # A display id, so the static copy saved with the notebook follows Accept.
+        view.display_handle = display(view.mimebundle(), raw=True, display_id=True)
 
 
 class _Progress:

@@ -99,8 +99,12 @@ def test_accept_binds_and_stores_and_insert_fills_a_cell(
     assert view.accept_button.disabled and not view.accept()
     view.picker.value = 0
     monkeypatch.setenv("TRITON_INTERPRET", "1")
+    updates = []
+    view.display_handle.update = lambda bundle, raw: updates.append(bundle)
     view.accept_button.click()
     assert "Accepted: fast_add_relu" in view.status.value
+    # The static copy saved with the notebook follows: it names the accepted kernel.
+    assert updates and "fast_add_relu" in updates[-1]["text/html"]
     x, y = torch.randn(3, 5), torch.randn(3, 5)
     assert torch.allclose(ip.user_ns["fast_add_relu"]()(x, y), torch.relu(x + y))
     with Store(library) as s:

@@ -50,6 +50,7 @@ class ResultView:
         self.candidate_ids = candidate_ids or []
         self.on_retry, self.set_next_input = on_retry, set_next_input
         self.verify_options = verify_options
+        self.display_handle: Any = None  # set by whoever displays the view
         self.chosen = 0
         self._confirm = None  # the conditional candidate whose Accept was asked to be confirmed
         self.accepted: str | None = None
@@ -228,6 +229,8 @@ class ResultView:
             return False
         self.accepted = name
         self.html.value = self.render()
+        if self.display_handle is not None:  # the static copy (nbconvert, GitHub) says so too
+            self.display_handle.update(self.mimebundle(), raw=True)
         self.say(
             ("Accepted (edited, verified again): " if edited else "Accepted: ")
             + f"{name} is bound in your namespace (use {name}(*init_args)) and kept "
