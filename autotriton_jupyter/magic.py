@@ -323,7 +323,7 @@ class _Progress:
             self.status: Any = w.HTML("autotriton: starting")
             self.folds: Any = w.Accordion(children=[])
             self.box: Any = w.VBox([self.status, self.folds])
-            display(self.box)
+            self.handle: Any = display(self._bundle(), raw=True, display_id=True)
         except ImportError:
             self.box = None
         self.lines: dict[str, str] = {}
@@ -406,8 +406,17 @@ class _Progress:
         the job's end: "done", "cancelled" or "failed"."""
         with self.lock:
             self._render(force=True)
+            if self.box is not None:  # the saved copy: the final lines, not a widget's repr
+                self.handle.update(self._bundle(), raw=True)
         if self.job is not None:
             self.job.finish(state)
+
+    def _bundle(self) -> dict[str, Any]:
+        bundle = dict(self.box._repr_mimebundle_() or {})
+        bundle["text/html"] = self.status.value
+        last = list(self.lines.values())[-1] if getattr(self, "lines", None) else "starting"
+        bundle["text/plain"] = f"autotriton progress: {last}"
+        return bundle
 
 
 def _progress_view(task: str | None = None, library: str | None = None) -> _Progress:
