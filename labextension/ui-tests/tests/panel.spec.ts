@@ -101,8 +101,9 @@ test('Tritonize this runs the active cell; the library lists and filters kernels
   await page.evaluate(async () => {
     await (window as any).jupyterapp.serviceManager.sessions.shutdownAll();
   });
-  await page.reload();
-  await page.notebook.openByPath('panel.ipynb');
+  // A plain browser reload; the workspace opens panel.ipynb again.
+  await page.evaluate(() => window.location.reload());
+  await page.waitForSelector('.jp-Notebook .jp-Cell', { timeout: 60_000 });
   const reloaded = page.locator('.jp-Notebook .jp-Cell').nth(1).locator('.jp-OutputArea');
   await expect(reloaded).toContainText(/autotriton: (PASS|no candidate passed)/, {
     timeout: 60_000
