@@ -42,6 +42,7 @@ class ResultView:
         on_retry: Callable[[], None] | None = None,
         set_next_input: Callable[[str], None] | None = None,
         verify_options: Any = None,
+        insert_cell: Callable[[str, str, Callable[[bool], None]], None] | None = None,
     ) -> None:
         import ipywidgets as w
 
@@ -50,6 +51,7 @@ class ResultView:
         self.candidate_ids = candidate_ids or []
         self.on_retry, self.set_next_input = on_retry, set_next_input
         self.verify_options = verify_options
+        self.insert_cell = insert_cell  # (code, view's widget id, answer) -> None, in Lab
         self.display_handle: Any = None  # set by whoever displays the view
         self.chosen = 0
         self._confirm = None  # the conditional candidate whose Accept was asked to be confirmed
@@ -241,12 +243,27 @@ class ResultView:
     def insert(self) -> bool:
         """Put the chosen candidate's code in a new cell below."""
         c = self.current
-        if c is None or not c.code or self.set_next_input is None:
+        if c is None or not c.code or (self.set_next_input is None and self.insert_cell is None):
             self.say("There is no code to insert.", ok=False)
             return False
-        self.set_next_input(_RUNS_WITHOUT_GPU + c.code)
-        self.say("The kernel's code was put in a new cell below.")
+        code = _RUNS_WITHOUT_GPU + c.code
+        if self.insert_cell is not None:  # a kernel: the front end inserts, and says so
+            self.say("Putting the kernel's code in a new cell below...")
+            self.insert_cell(code, self.widget.model_id, self._inserted)
+            return True
+        self.set_next_input(code)  # a terminal IPython: the next prompt holds the code
+        self.say("The kernel's code is ready at the next prompt.")
         return True
+
+    def _inserted(self, ok: bool) -> None:
+        if ok:
+            self.say("The kernel's code was put in a new cell below this one.")
+        else:
+            self.say(
+                "This front end cannot insert cells (it has no autotriton extension): copy "
+                "the kernel's code from the view above, or use JupyterLab.",
+                ok=False,
+            )
 
     def retry(self) -> None:
         """Run the cell again; its progress and new result replace this view, in place."""

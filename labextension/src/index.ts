@@ -12,6 +12,7 @@ import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { LabIcon } from '@jupyterlab/ui-components';
 
+import { listenForInserts } from './insert';
 import { TritonPanel } from './panel';
 
 const COMMAND = 'autotriton:tritonize';
@@ -41,6 +42,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     if (settings) {
       void keepWidgetState(settings);
     }
+    listenForInserts(tracker);
     const panel = new TritonPanel(tracker, dialogs);
     panel.id = PANEL_ID;
     panel.title.icon = icon;

@@ -388,3 +388,12 @@ export function serverErrorMessage(status: number, body: unknown): string {
   }
   return `The autotriton server extension answered with an error (HTTP ${status}). Its log in the terminal that runs JupyterLab says more.`;
 }
+
+/**
+ * The index of the cell below which "Insert as cell" puts the code: the cell whose
+ * outputs hold the result view (widget model `viewId`), else the active cell.
+ */
+export function cellFor(outputs: string[][], viewId: string, active: number): number {
+  const found = viewId ? outputs.findIndex(ids => ids.includes(viewId)) : -1;
+  return found >= 0 ? found : active;
+}

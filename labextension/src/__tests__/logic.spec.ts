@@ -7,6 +7,7 @@ import {
   formatDate,
   formatSpeedup,
   verdictNote,
+  cellFor,
   Job,
   Kernel,
   kernelStateError,
@@ -133,6 +134,14 @@ describe('the kernel library', () => {
     expect(formatSpeedup(1.83, 1.21)).toBe('1.8x eager · 1.2x compile');
     expect(formatSpeedup(2, null)).toBe('2.0x eager');
     expect(formatSpeedup(null, null)).toBe('not timed');
+  });
+
+  it('inserts below the cell that holds the result view, else below the active one', () => {
+    const outputs = [[], ['a1'], ['b2', 'c3'], []];
+    expect(cellFor(outputs, 'c3', 0)).toBe(2);
+    expect(cellFor(outputs, 'a1', 3)).toBe(1);
+    expect(cellFor(outputs, 'gone', 3)).toBe(3);
+    expect(cellFor(outputs, '', 1)).toBe(1);
   });
 
   it('marks a conditional kernel in the library, and nothing for a pass', () => {

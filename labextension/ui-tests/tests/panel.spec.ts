@@ -95,6 +95,26 @@ test('Tritonize this runs the active cell; the library lists and filters kernels
   await magic.locator('.jp-OutputArea').getByText(/autotriton: /).first().scrollIntoViewIfNeeded();
   await page.screenshot({ path: SCREENSHOT });
 
+  // "Insert as cell" puts the kernel's code in a new cell right below the cell that holds
+  // the view, at once (known candidates replayed as the model, so there is code).
+  const replay = path.resolve(__dirname, '..', '..', '..', 'examples', 'candidates', 'add_relu');
+  await page.notebook.addCell('code', '');
+  await page.evaluate(
+    ([source]) => {
+      const notebook = (window as any).jupyterapp.shell.currentWidget.content;
+      notebook.widgets[2].model.sharedModel.setSource(source);
+    },
+    [`%%autotriton -n 1 --model files:${replay} --name Replayed\n${MODULE}`]
+  );
+  await page.notebook.runCell(2);
+  const third = cells.nth(2);
+  await expect(third.locator('.jp-OutputArea')).toContainText('autotriton:', { timeout: 240_000 });
+  const before = await cells.count();
+  await third.getByRole('button', { name: 'Insert as cell' }).click();
+  await expect(cells).toHaveCount(before + 1);
+  await expect(cells.nth(3).locator('.jp-InputArea')).toContainText('class ModelNew');
+  await expect(third.locator('.jp-OutputArea')).toContainText('put in a new cell below this one');
+
   // The result survives a save, the end of the kernel and a reload of the page: the
   // notebook keeps the view's widget state (the panel turns that setting on).
   await page.notebook.save();
