@@ -86,7 +86,10 @@ def side_dir(library: str | Path | None = None) -> Path:
     path = Path(library) if library else default_path()
     if path == default_path():
         return path.parent
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "autotriton"
+    env = os.environ.get("AUTOTRITON_CACHE")
+    base = Path(env) if env else Path(
+        os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    ) / "autotriton"
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
     return base / "libraries" / f"{path.stem}-{digest}"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -32,3 +34,9 @@ def corpus_cases() -> list[tuple[Path, Path]]:
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     return CORPUS
+
+
+def pytest_configure(config) -> None:
+    """The tests' caches (reference timings, side folders of test libraries) in a folder
+    of their own, not the user's ~/.cache/autotriton."""
+    os.environ.setdefault("AUTOTRITON_CACHE", tempfile.mkdtemp(prefix="autotriton-test-cache-"))

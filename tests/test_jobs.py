@@ -25,6 +25,7 @@ def on_disk(log: JobLog) -> dict:
 
 def test_jobs_dir_is_next_to_the_default_library_else_in_the_cache(tmp_path, monkeypatch):
     monkeypatch.delenv("AUTOTRITON_JOBS", raising=False)
+    monkeypatch.delenv("AUTOTRITON_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("AUTOTRITON_LIBRARY", str(tmp_path / "lib" / "library.sqlite"))
     assert jobs_dir() == tmp_path / "lib" / "jobs"  # the default library's own folder

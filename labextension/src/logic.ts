@@ -275,6 +275,7 @@ export interface Job {
   id: string;
   task: string;
   notebook: string | null;
+  kernel?: string | null;
   pid: number | null;
   state: 'running' | 'done' | 'failed' | 'cancelled' | 'stopped';
   stage: string;
@@ -283,13 +284,35 @@ export interface Job {
   updated: number;
 }
 
-/** The job the Progress section shows: a running one first, else the latest. */
-export function currentJob(jobs: Job[]): Job | null {
-  if (jobs.length === 0) {
+/** Whether a job's notebook path is this notebook (one path may be absolute). */
+export function sameNotebook(jobPath: string | null, path: string | null): boolean {
+  if (!jobPath || !path) {
+    return false;
+  }
+  return jobPath === path || jobPath.endsWith('/' + path) || path.endsWith('/' + jobPath);
+}
+
+/**
+ * The job the Progress section shows: this notebook's only (another notebook's run is
+ * not this one's progress); a running one first, else the latest. With no notebook
+ * given, any job.
+ */
+export function currentJob(
+  jobs: Job[],
+  notebook?: string | null,
+  kernel?: string | null
+): Job | null {
+  const mine =
+    notebook === undefined
+      ? jobs
+      : jobs.filter(
+          j => (kernel && j.kernel === kernel) || sameNotebook(j.notebook, notebook ?? null)
+        );
+  if (mine.length === 0) {
     return null;
   }
-  const running = jobs.filter(j => j.state === 'running');
-  const pool = running.length > 0 ? running : jobs;
+  const running = mine.filter(j => j.state === 'running');
+  const pool = running.length > 0 ? running : mine;
   return pool.reduce((a, b) => (b.updated > a.updated ? b : a));
 }
 

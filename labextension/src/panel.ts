@@ -244,10 +244,12 @@ export class TritonPanel extends Widget {
     this.watchSession(nb);
     this.onActiveCell();
     void this.refreshKernelState();
+    void this.loadJobs(); // this notebook's runs, not the last one's
   }
 
   private onActiveCell(): void {
     const nb = this.tracker.currentWidget;
+    this.clearProblem(); // a message about another cell no longer applies
     this.watchCell(nb && !nb.isDisposed ? nb.content.activeCell : null);
     this.showCell();
   }
@@ -400,13 +402,19 @@ export class TritonPanel extends Widget {
   private async loadJobs(): Promise<void> {
     try {
       const { jobs } = await api.jobs();
-      const job = currentJob(jobs);
+      const nb = this.tracker.currentWidget;
+      const open = nb && !nb.isDisposed ? nb : null;
+      const job = currentJob(
+        jobs,
+        open ? open.context.path : null,
+        open?.sessionContext.session?.kernel?.id ?? null
+      );
       const wasRunning = this.jobRunning;
       this.jobRunning = job?.state === 'running';
       if (this.jobRunning) {
         this.jobExpected = false;
       }
-      this.jobTitle.textContent = job ? describeJob(job) : 'No runs yet.';
+      this.jobTitle.textContent = job ? describeJob(job) : 'No runs in this notebook yet.';
       this.jobLines.textContent = job ? job.lines.slice(-12).join('\n') : '';
       if (wasRunning && !this.jobRunning) {
         void this.loadKernels();
@@ -465,6 +473,13 @@ export class TritonPanel extends Widget {
   private say(text: string): void {
     this.message.classList.remove('jp-AutoTriton-problem');
     this.message.textContent = text;
+  }
+
+  private clearProblem(): void {
+    if (this.message.classList.contains('jp-AutoTriton-problem')) {
+      this.message.classList.remove('jp-AutoTriton-problem');
+      this.message.textContent = '';
+    }
   }
 
   private problem(text: string, actions: Notification.IAction[] = []): void {

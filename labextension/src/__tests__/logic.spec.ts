@@ -189,6 +189,21 @@ describe('jobs', () => {
     expect(currentJob([])).toBeNull();
   });
 
+  it("shows only this notebook's runs", () => {
+    const jobs = [
+      job({ id: 'mine', notebook: '/home/me/work/a.ipynb', updated: 1 }),
+      job({ id: 'other', notebook: '/home/me/work/b.ipynb', state: 'running', updated: 9 })
+    ];
+    expect(currentJob(jobs, 'work/a.ipynb')?.id).toBe('mine');
+    expect(currentJob(jobs, 'c.ipynb')).toBeNull();
+    expect(currentJob(jobs, null)).toBeNull();
+    expect(currentJob(jobs)?.id).toBe('other');
+    // A notebook renamed since its kernel started: its kernel still names it.
+    const renamed = [job({ id: 'k', notebook: '/x/Untitled.ipynb', kernel: 'abc' })];
+    expect(currentJob(renamed, 'panel.ipynb', 'abc')?.id).toBe('k');
+    expect(currentJob(renamed, 'panel.ipynb', 'zzz')).toBeNull();
+  });
+
   it('describes a job in one line', () => {
     expect(describeJob(job({ state: 'running', stage: 'verifying' }))).toBe(
       'softmax in a.ipynb: running, verifying'
