@@ -186,6 +186,17 @@ def test_honest_idioms_are_allowed():
         "class N:\n    _disable_current_modes = None\ndef f(m):\n    return m._disable_current_modes()\n",
         "class N:\n    compute = None\ndef f(mode):\n    mode.compute.clear()\n",
         "class N:\n    own = None\ndef f(mode):\n    return getattr(mode, 'own')\n",
+        # Third review: values in allowed modules that carry modules, shadowed builtins,
+        # eval through annotations, dispatch guards, `self` outside methods, format fields.
+        "def f():\n    return triton.language.extra.modules['os']\n",
+        "def f():\n    return tl.extra.module_from_spec\n",
+        "def f(eval):\n    pass\ndef g():\n    return eval('1')\n",
+        "X = [getattr for getattr in ()]\n",
+        "import typing\ndef f():\n    return typing.get_type_hints(f)\n",
+        "def f(x):\n    with torch.ExcludeDispatchKeyGuard(torch.DispatchKeySet(torch.DispatchKey(13))):\n        return x\n",
+        "class N:\n    compute = None\ndef f(self):\n    return self.compute\n",
+        "def f(k):\n    return '{0.fn.__globals__}'.format(k)\n",
+        "S = '{0}'\ndef f(k):\n    return S.format(k)\n",
     ],
 )
 def test_allowlist_refuses_escapes(body):
@@ -270,5 +281,15 @@ def test_own_names_stay_usable_on_self_and_registered_buffers_count():
         "    def forward(self, x):\n"
         "        cfg = self.scale\n"
         "        return x * self.compute, self._model, cfg.scale if False else cfg\n"
+    )
+    assert checks(body) == set()
+
+
+def test_plain_format_strings_and_methods_stay_allowed():
+    body = (
+        "class ModelNew(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        name = 'block {} of {:>4}'.format(1, 2)\n"
+        "        return x\n"
     )
     assert checks(body) == set()

@@ -43,8 +43,14 @@ _TORCH_DENIED = frozenset(
     while_loop library overrides jit fx sym_int sym_float sym_max sym_min sym_not sym_ite
     sym_sum sym_fresh_size SymInt SymFloat SymBool typename autocast
     UntypedStorage TypedStorage ByteStorage set_autocast_enabled get_device_module
+    ExcludeDispatchKeyGuard DispatchKeySet DispatchKey DisableTorchFunction
+    DisableTorchFunctionSubclass import_ir_module import_ir_module_from_buffer
+    set_grad_enabled set_anomaly_enabled is_anomaly_enabled set_vital
     """.split()
 )
+# Substrings of torch.__all__ names that switch dispatch, modes or guards (a new torch's
+# names of that kind are refused without a list).
+_TORCH_DENIED_PARTS = ("Dispatch", "Guard", "Disable", "_ir_", "Mode", "Hook", "hook")
 
 # Modules (and names inside them) a candidate may use, beyond torch's own public names.
 _EXTRA = {
@@ -120,7 +126,11 @@ def module_names() -> dict[str, frozenset[str]]:
     import torch
 
     names["torch"] |= {
-        n for n in getattr(torch, "__all__", ()) if not n.startswith("_") and n not in _TORCH_DENIED
+        n
+        for n in getattr(torch, "__all__", ())
+        if not n.startswith("_")
+        and n not in _TORCH_DENIED
+        and not any(part in n for part in _TORCH_DENIED_PARTS)
     }
     nn_public = {
         n
@@ -144,19 +154,58 @@ def module_names() -> dict[str, frozenset[str]]:
             mod = importlib.import_module(path)
         except ImportError:
             continue
-        members -= {
-            n
-            for n in members
-            if isinstance(vars(mod).get(n), types.ModuleType)  # no lazy attribute is woken
-            and f"{path}.{n}" not in IMPORTABLE
-            and f"{path}.{n}" not in names
-        }
+        listed = set(_EXTRA.get(path, "").split())  # named here on purpose: modules only
+
+        def out(n: str) -> bool:
+            value = vars(mod).get(n)
+            if n in listed:
+                full = f"{path}.{n}"
+                return isinstance(value, types.ModuleType) and full not in IMPORTABLE and full not in names
+            return _carries_modules(path, n, value, names)
+
+        members -= {n for n in members if out(n)}
+    names["typing"] -= _TYPING_EVAL
     return {k: frozenset(v) for k, v in names.items()}
+
+
+# typing's names that evaluate strings as code (annotations) are out.
+_TYPING_EVAL = frozenset({"get_type_hints", "ForwardRef", "evaluate_forward_ref"})
+_PLAIN = (int, float, str, bool, bytes, type(None))
+
+
+def _carries_modules(path: str, name: str, value: object, names: dict) -> bool:
+    """Whether a module's name leads outside the allowlist: a module not allowed in its
+    own right, a container (sys.modules imported under another name), or a function,
+    class or object from outside torch, triton and the standard modules allowed."""
+    full = f"{path}.{name}"
+    if isinstance(value, types.ModuleType):
+        return full not in IMPORTABLE and full not in names
+    if value is None or isinstance(value, _PLAIN):
+        return False
+    if isinstance(value, dict | list | tuple | set | frozenset):
+        return True
+    owner = getattr(value, "__module__", None) or getattr(type(value), "__module__", "") or ""
+    if not isinstance(owner, str):
+        return True
+    root = owner.split(".")[0]
+    return root not in _VALUE_ROOTS or owner.startswith(_FOREIGN_INSIDE)
+
+
+# Where a name's value may come from (functions, classes, objects) ...
+_VALUE_ROOTS = frozenset(
+    "torch triton math typing functools itertools operator dataclasses enum collections "
+    "logging contextlib warnings abc numbers builtins _operator _functools _collections "
+    "_collections_abc".split()
+)
+# ... except these corners of them, which reach importers, the dispatcher or the process.
+_FOREIGN_INSIDE = ("torch._C._dispatch", "torch.utils._python_dispatch", "torch._dynamo",
+                   "torch._ops", "torch.overrides", "triton.runtime.jit", "triton.knobs")
 
 
 @functools.lru_cache(maxsize=4096)
 def opens_a_module(prefix: str, name: str) -> bool:
-    """Whether prefix.name is a module not allowed in its own right (in an open namespace)."""
+    """Whether prefix.name (in an open namespace) leads outside the allowlist (see
+    _carries_modules): `triton.language.extra.modules` is sys.modules, for one."""
     import importlib
 
     path = f"{prefix}.{name}"
@@ -166,7 +215,7 @@ def opens_a_module(prefix: str, name: str) -> bool:
         value = vars(importlib.import_module(prefix)).get(name)
     except ImportError:
         return False
-    return isinstance(value, types.ModuleType)
+    return _carries_modules(prefix, name, value, module_names())
 
 
 # The modules whose objects hold the judge's state inside a worker.

@@ -668,6 +668,83 @@ def _check_model_new(tree: ast.Module, paths: _Paths, problems: list[Problem]) -
         problems.append(Problem("structure", cls.lineno, "ModelNew defines no forward method."))
 
 
+# Names a candidate may not bind: Python's own functions that reach anything (binding one
+# would make the lint take the name for the candidate's own), and the names of a method's
+# own object, which the lint trusts on attributes.
+_UNBINDABLE = frozenset(
+    "eval exec compile open globals locals vars __import__ getattr setattr delattr hasattr "
+    "breakpoint type dir memoryview super __builtins__".split()
+)
+
+
+def _bindings(tree: ast.Module, linter: _Linter) -> None:
+    """Refuse binding an _UNBINDABLE name, or self/cls/ctx anywhere but as the first
+    parameter of a method (a function defined directly in a class body)."""
+    methods_first: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    first = (item.args.posonlyargs + item.args.args)[:1]
+                    methods_first.update(id(a) for a in first)
+
+    def bound(name: str, where: ast.AST, first_param: bool = False) -> None:
+        if name in _UNBINDABLE:
+            linter.fail(
+                "not_allowed", where,
+                f"binds the name {name}, which would hide Python's own {name} from the "
+                "lint; pick another name",
+            )
+        elif name in _OWN_OBJECTS and not first_param:
+            linter.fail(
+                "not_allowed", where,
+                f"binds the name {name} outside a method's first parameter; the lint "
+                f"trusts {name} to be the method's own object",
+            )
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            bound(node.id, node)
+        elif isinstance(node, ast.arg):
+            bound(node.arg, node, id(node) in methods_first)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound(node.name, node)
+        elif isinstance(node, ast.alias):
+            bound(node.asname or node.name.split(".")[0], node)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound(node.name, node)
+
+
+def _format_strings(tree: ast.Module, linter: _Linter) -> None:
+    """str.format on a literal whose fields are plain: "{0.__globals__}" walks attributes."""
+    import string
+
+    for node in ast.walk(tree):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("format", "format_map")
+        ):
+            continue
+        fmt = node.func.value
+        if not (isinstance(fmt, ast.Constant) and isinstance(fmt.value, str)):
+            linter.fail(
+                "dynamic_access", node,
+                ".format() only on a string literal: a format string reaches attributes",
+            )
+            continue
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(fmt.value) if f]
+        except ValueError:
+            fields = ["?"]
+        if node.func.attr == "format_map" or any("." in f or "[" in f for f in fields):
+            linter.fail(
+                "dynamic_access", node,
+                "a format string that reads attributes or items ({x.attr}, {x[k]}) can reach "
+                "anything; format plain values",
+            )
+
+
 def lint(source: str, filename: str = "<candidate>") -> LintResult:
     """Lint candidate source; a SyntaxError is reported as a problem, not raised."""
     try:
@@ -686,6 +763,8 @@ def lint(source: str, filename: str = "<candidate>") -> LintResult:
     _kernels(tree, scope, paths)
     linter = _Linter(scope, paths)
     linter.visit(tree)
+    _bindings(tree, linter)
+    _format_strings(tree, linter)
     problems = linter.problems
     _check_model_new(tree, paths, problems)
     if not scope.kernels:
