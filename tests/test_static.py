@@ -197,6 +197,19 @@ def test_honest_idioms_are_allowed():
         "class N:\n    compute = None\ndef f(self):\n    return self.compute\n",
         "def f(k):\n    return '{0.fn.__globals__}'.format(k)\n",
         "S = '{0}'\ndef f(k):\n    return S.format(k)\n",
+        # Fourth review: annotations and lambda defaults run, modules passed as values,
+        # match captures, .format taken as a value, __exit__ swallowing, torch's
+        # TorchScript and file writers.
+        "def f(x: __import__('os')):\n    pass\n",
+        "def f() -> vars(torch):\n    pass\n",
+        "g = lambda x=__import__('os'): x\n",
+        "class P:\n    def get(self):\n        return self\ndef f():\n    return P.get(torch.cuda)\n",
+        "def f(o):\n    match o:\n        case x:\n            return x\n",
+        "def f(k):\n    g = '{0}'.format\n    return g(k)\n",
+        "class C:\n    def __enter__(self):\n        return self\n    def __exit__(self, *a):\n        return True\n",
+        "def f():\n    return torch.CompilationUnit('')\n",
+        "def f():\n    return torch.PyTorchFileWriter('x')\n",
+        "class N:\n    os = None\ndef f(v):\n    return v.os\n",
     ],
 )
 def test_allowlist_refuses_escapes(body):

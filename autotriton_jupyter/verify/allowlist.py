@@ -50,7 +50,11 @@ _TORCH_DENIED = frozenset(
 )
 # Substrings of torch.__all__ names that switch dispatch, modes or guards (a new torch's
 # names of that kind are refused without a list).
-_TORCH_DENIED_PARTS = ("Dispatch", "Guard", "Disable", "_ir_", "Mode", "Hook", "hook")
+_TORCH_DENIED_PARTS = (
+    "Dispatch", "Guard", "Disable", "_ir", "Mode", "Hook", "hook", "File", "CompilationUnit",
+    "Benchmark", "StaticModule", "ScriptModule", "ScriptFunction", "set_", "parse_",
+)
+_TORCH_DENIED_EXTRA = frozenset({"fork", "wait", "jit", "classes", "ops", "library"})
 
 # Modules (and names inside them) a candidate may use, beyond torch's own public names.
 _EXTRA = {
@@ -131,6 +135,7 @@ def module_names() -> dict[str, frozenset[str]]:
         if not n.startswith("_")
         and n not in _TORCH_DENIED
         and not any(part in n for part in _TORCH_DENIED_PARTS)
+        and n not in _TORCH_DENIED_EXTRA
     }
     nn_public = {
         n

@@ -16,6 +16,7 @@ audit cannot tell them from the launch.
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass, field
 
 from ..task import parse_source
@@ -162,6 +163,15 @@ _REGISTERS = frozenset({"register_buffer", "register_parameter", "register_modul
 _OWN_OBJECTS = ("self", "cls", "ctx")  # a method's own object, and autograd's context
 
 
+@functools.lru_cache(maxsize=1)
+def _module_names() -> frozenset[str]:
+    """Every name a loaded module goes by (os, sys, importlib, jit ...): as a candidate's
+    own attribute on another value it could name a module that value holds."""
+    import sys
+
+    return frozenset(p for m in list(sys.modules) for p in m.split("."))
+
+
 def _on_own_object(node: ast.expr) -> bool:
     return isinstance(node, ast.Name) and node.id in _OWN_OBJECTS
 
@@ -183,7 +193,9 @@ def _value_attr_problem(name: str, scope: _Scope, own: bool = False) -> tuple[st
     if name in allow.VALUE_ATTRS:
         return None
     if name in scope.attrs:
-        if own or not (name.startswith("_") or name in allow.judge_names()):
+        if own or not (
+            name.startswith("_") or name in allow.judge_names() or name in _module_names()
+        ):
             return None
         return "not_allowed", (
             f"uses .{name} on something other than self: the candidate defines .{name}, "
@@ -365,6 +377,23 @@ class _Linter(ast.NodeVisitor):
         self.function_depth += 1
         for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
             self.visit(default)
+        a = node.args  # annotations run when the def runs: they are host code too
+        for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
+            if arg is not None and arg.annotation is not None:
+                self.visit(arg.annotation)
+        if node.returns is not None:
+            self.visit(node.returns)
+        if node.name == "__exit__":
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Return) and not (
+                    sub.value is None
+                    or isinstance(sub.value, ast.Constant) and sub.value.value in (None, False)
+                ):
+                    self.fail(
+                        "try_except", sub,
+                        "__exit__ may not return a value: one that is true swallows the "
+                        "exception, a try/except by another name",
+                    )
         for stmt in node.body:
             self.visit(stmt)
         self.function_depth -= 1
@@ -406,6 +435,8 @@ class _Linter(ast.NodeVisitor):
                 )
             elif isinstance(sub, ast.Lambda | ast.NamedExpr | ast.Yield | ast.Await):
                 self.fail("launch_hook", sub, "a lambda may only do arithmetic on sizes and launch parameters")
+        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            self.visit(default)
         self.visit(node.body)
 
     def _pure_call(self, node: ast.Call) -> bool:
@@ -494,11 +525,24 @@ class _Linter(ast.NodeVisitor):
         return False
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in ("format", "format_map"):
+            parent = getattr(node, "_parent", None)
+            if not (isinstance(parent, ast.Call) and parent.func is node):
+                self.fail(
+                    "dynamic_access", node,
+                    ".format is only called on a string literal, never taken as a value",
+                )
         got = self.paths.path(node)
         if got is not None:
             parent = getattr(node, "_parent", None)
             if not (isinstance(parent, ast.Attribute) and parent.value is node):
                 self._check_paths(node)
+                if not self._getattr_base(node) and any(self.paths.is_module(p) for p in got):
+                    self.fail(
+                        "module_alias", node,
+                        f"the module {got[0]} is stored or passed around; use it only as "
+                        "`module.name`",
+                    )
             if self.in_kernel:
                 self._kernel_name(node)
             return
@@ -636,6 +680,12 @@ class _Linter(ast.NodeVisitor):
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self._target(node.target, node)
         self.generic_visit(node)
+
+    def visit_Match(self, node: ast.AST) -> None:
+        self.fail(
+            "not_allowed", node,
+            "match statements bind names the lint cannot follow; use if/elif",
+        )
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         self._target(node.target, node)
