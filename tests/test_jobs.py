@@ -170,13 +170,10 @@ def test_kernel_state(ip, monkeypatch, tmp_path):
 
 
 def test_an_interrupted_run_marks_the_job_cancelled(ip, library, corpus, monkeypatch):
-    import signal
-    import threading
-
     from tests.test_magic import fenced, scripted
 
-    scripted(monkeypatch, [fenced(corpus / "add_relu" / "pass_masked.py")] * 3, delay=1.0)
-    threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    scripted(monkeypatch, [fenced(corpus / "add_relu" / "pass_masked.py")] * 3, delay=1.0,
+             interrupt_after=1)
     cell = (corpus / "add_relu" / "task.py").read_text()
     ip.run_cell_magic("autotriton", "--device cpu --seed 4 -n 3", cell)
     [job] = list_jobs(jobs_dir(library))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 
 import pytest
@@ -43,8 +42,8 @@ class Scripted:
 
     name = "scripted"
 
-    def __init__(self, answers: list[str], delay: float = 0.0) -> None:
-        self.answers, self.delay = answers, delay
+    def __init__(self, answers: list[str], delay: float = 0.0, interrupt_after: int = 0) -> None:
+        self.answers, self.delay, self.interrupt_after = answers, delay, interrupt_after
 
     def generate(self, chats, n, params, on_event=None, cancel=None):
         out = []
@@ -55,11 +54,15 @@ class Scripted:
                     return out
                 time.sleep(0.02)
             out.append(Completion(a, 10, "stop", 0.1, sample=i))
+            if self.interrupt_after and len(out) == self.interrupt_after:
+                # Kernel -> Interrupt, at a known point of the run (not on a timer, which a
+                # busy machine makes land before generation or after it).
+                os.kill(os.getpid(), signal.SIGINT)
         return out
 
 
-def scripted(monkeypatch, answers, delay=0.0):
-    gen = Scripted(answers, delay)
+def scripted(monkeypatch, answers, delay=0.0, interrupt_after=0):
+    gen = Scripted(answers, delay, interrupt_after)
     monkeypatch.setattr(registry, "load", lambda *a, **k: gen)
     return gen
 
@@ -154,8 +157,8 @@ def test_bad_input_gives_a_message_and_the_session_lives(
 
 
 def test_interrupt_cancels_and_keeps_what_finished(ip, library, task_cell, corpus, monkeypatch):
-    scripted(monkeypatch, [fenced(corpus / "add_relu" / "pass_masked.py")] * 3, delay=1.0)
-    threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    scripted(monkeypatch, [fenced(corpus / "add_relu" / "pass_masked.py")] * 3, delay=1.0,
+             interrupt_after=1)
     run(ip, CELL_HEAD + "-n 3", task_cell)
     view = ip.magics_manager.registry["AutotritonMagics"].last_view
     assert view.result.cancelled and 1 <= len(view.result.candidates) < 3

@@ -405,7 +405,8 @@ def _descendants(root: int) -> set[int]:
 
 def test_a_judge_killed_by_a_signal_leaves_nothing_running(corpus, tmp_path):
     hang = tmp_path / "hang.py"
-    hang.write_text(attack(in_forward="import time\ntime.sleep(600)").source)
+    # A hang the lint lets through (a lint failure would be judged without any worker).
+    hang.write_text(attack(in_forward="n = 0\nwhile n >= 0:\n    n = n + 1").source)
     judge = subprocess.Popen(
         [sys.executable, "-m", "autotriton_jupyter", "verify", str(corpus / "add_relu" / "task.py"),
          str(hang), "--device", "cpu", "--no-timing", "-q", "--json"],
