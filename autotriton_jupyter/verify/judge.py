@@ -649,15 +649,17 @@ class Verifier:
         # the task draws has its verdict, and is not kept for hundreds of calls more.
         parts = _parts(cost[:-1], PART_BYTES if self.device == "cuda" else 0) + [[len(plan) - 1]]
         stopped = False
+        checked = 0  # runs already compared: each is compared once, as its part returns
         for k, part in enumerate(parts):
             if k and any(
                 plan[i]["kind"] == "fresh"
-                and "outputs" in x
-                and not compare(x["outputs"], ref.sets[plan[i]["set"]]["outputs"], o.atol, o.rtol).ok
-                for i, x in zip(range(len(runs)), runs)
+                and "outputs" in runs[i]
+                and not compare(runs[i]["outputs"], ref.sets[plan[i]["set"]]["outputs"], o.atol, o.rtol).ok
+                for i in range(checked, len(runs))
             ):
                 stopped = True
                 break
+            checked = len(runs)
             if len(parts) > 1:
                 what = ", ".join(_run_label(ref, plan[i]) for i in part)
                 self.on_event(f"{name}: {what} ({k + 1}/{len(parts)})")
