@@ -168,7 +168,7 @@ async def test_settings(jp_fetch, library, tmp_path):
     )
     (tmp_path / "config.toml").write_text('[model]\nname = "tiny"\n')
     data = await get(jp_fetch, "settings")
-    assert data["model"] == {"name": "tiny", "adapter": ""}
+    assert data["model"] == {"name": "tiny", "adapter": "", "available": True, "needs": ""}
     assert (data["n"], data["rounds"], data["max_tokens"]) == (4, 0, 8192)
     assert data["library"] == str(library)
     models = {m["name"]: m for m in data["models"]}
@@ -178,6 +178,15 @@ async def test_settings(jp_fetch, library, tmp_path):
     assert data["adapters"] == [
         {"name": "lora-a", "base": "ai9stars/AutoTriton", "created": 1.0, "active": True}
     ]
+    # A default model that cannot run here is said to be so, with what it needs.
+    (tmp_path / "config.toml").write_text('[model]\nname = "autotriton"\ngguf = "/nowhere.gguf"\n')
+    data = await get(jp_fetch, "settings")
+    assert data["model"]["available"] is False
+    assert "/nowhere.gguf" in data["model"]["needs"]
+    (tmp_path / "config.toml").write_text('[model]\nname = "/nowhere/at/all"\n')
+    data = await get(jp_fetch, "settings")
+    assert data["model"]["available"] is False
+    assert "Unknown model" in data["model"]["needs"]
 
 
 async def test_jobs_running_stopped_and_corrupt(jp_fetch, library):

@@ -169,12 +169,16 @@ def list_models(options: ModelOptions) -> list[ModelSpec]:
             about="replays candidate files from a folder as the model's answers; no model runs",
         )
     )
-    for s in specs:
-        if s.available and s.backend == "llamacpp" and not _importable("llama_cpp"):
-            s.available, s.needs = False, "pip install 'autotriton-jupyter[llamacpp]'"
-        if s.available and s.backend == "hf" and not _importable("transformers"):
-            s.available, s.needs = False, "pip install 'autotriton-jupyter[hf]'"
-    return specs
+    return [usable(s) for s in specs]
+
+
+def usable(spec: ModelSpec) -> ModelSpec:
+    """The spec, marked unavailable when its backend's library is not installed."""
+    if spec.available and spec.backend == "llamacpp" and not _importable("llama_cpp"):
+        spec.available, spec.needs = False, "pip install 'autotriton-jupyter[llamacpp]'"
+    if spec.available and spec.backend == "hf" and not _importable("transformers"):
+        spec.available, spec.needs = False, "pip install 'autotriton-jupyter[hf]'"
+    return spec
 
 
 def _server_answers(base_url: str) -> bool:

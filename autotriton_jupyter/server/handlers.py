@@ -116,7 +116,8 @@ def settings(path: Path) -> dict[str, Any]:
     from ..config import load
     from ..magic import AutotritonMagics
     from ..model.finetune import adapters_dir, list_adapters
-    from ..model.registry import ModelOptions, list_models
+    from ..model.generator import GenerationError
+    from ..model.registry import ModelOptions, list_models, resolve, usable
 
     options = load("model", ModelOptions())
     traits = AutotritonMagics.class_traits()
@@ -133,8 +134,18 @@ def settings(path: Path) -> dict[str, Any]:
         active = preferred.read_text().strip()
     else:
         active = adapters[0].name if adapters else None
+    try:
+        spec = usable(resolve(options.name, options))
+        available, needs = spec.available, spec.needs
+    except GenerationError as e:
+        available, needs = False, str(e)
     return {
-        "model": {"name": options.name, "adapter": options.adapter},
+        "model": {
+            "name": options.name,
+            "adapter": options.adapter,
+            "available": available,
+            "needs": needs,
+        },
         "n": traits["n"].default_value,
         "rounds": traits["rounds"].default_value,
         "max_tokens": traits["max_tokens"].default_value,

@@ -23,7 +23,7 @@ export interface ModelChoice {
 }
 
 export interface Settings {
-  model: { name: string; adapter: string | null };
+  model: { name: string; adapter: string | null; available: boolean; needs: string };
   n: number;
   rounds: number;
   max_tokens: number;

@@ -181,6 +181,34 @@ export function problemMessage(problem: Problem, state?: Partial<CellState>): st
   }
 }
 
+/** What the panel knows of a model: its name, and whether it can run here (else what it needs). */
+export interface ModelState {
+  name: string;
+  available: boolean;
+  needs: string;
+}
+
+/**
+ * Why the chosen model cannot run, or null when it can (or nothing is known of it).
+ * `chosen` is the select's value: empty means the default of the settings.
+ */
+export function modelProblem(
+  chosen: string,
+  defaultModel: ModelState | null,
+  models: ModelState[]
+): string | null {
+  const model = chosen === '' ? defaultModel : models.find(m => m.name === chosen) ?? null;
+  if (!model || model.available) {
+    return null;
+  }
+  const others = models.filter(m => m.available && m.name !== model.name && !m.name.includes('<'));
+  const pick = others.length
+    ? ` Pick one that is installed in Model above (${others.map(m => m.name).join(', ')}),`
+    : ' Install one,';
+  const what = chosen === '' ? `The default model ${model.name}` : `The model ${model.name}`;
+  return `${what} cannot run here: it needs ${model.needs}.${pick} or set \`model\` in autotriton's settings.`;
+}
+
 /** The panel's option fields, read from their text; null when a value is not acceptable. */
 export function readOptions(
   n: string,

@@ -26,6 +26,7 @@ import {
   parseKernelState,
   preview,
   problemMessage,
+  modelProblem,
   readOptions
 } from './logic';
 
@@ -170,6 +171,13 @@ export class TritonPanel extends Widget {
       this.problem(problemMessage('options'));
       return;
     }
+    const unusable = this.settings
+      ? modelProblem(options.model, this.settings.model, this.settings.models)
+      : null;
+    if (unusable) {
+      this.problem(unusable);
+      return;
+    }
     const notebook = nb!.content;
     const index = notebook.widgets.indexOf(cell!);
     notebook.model!.sharedModel.insertCell(index + 1, {
@@ -305,7 +313,12 @@ export class TritonPanel extends Widget {
       }
       this.maxTokens.placeholder = `${s.max_tokens} (default)`;
       const chosen = this.model.value;
-      this.model.replaceChildren(el('option', { value: '' }, `default: ${s.model.name}`));
+      const fallback = el('option', { value: '' }, `default: ${s.model.name}`);
+      if (!s.model.available) {
+        fallback.textContent += ' — not usable here';
+        fallback.title = `needs ${s.model.needs}`;
+      }
+      this.model.replaceChildren(fallback);
       for (const m of s.models) {
         const option = el('option', { value: m.name }, `${m.name} (${m.backend})`);
         if (!m.available) {

@@ -17,6 +17,7 @@ import {
   parseKernelState,
   preview,
   problemMessage,
+  modelProblem,
   readOptions,
   serverErrorMessage,
   splitMagic,
@@ -259,5 +260,33 @@ describe('server errors', () => {
 
   it('gives the status for other errors', () => {
     expect(serverErrorMessage(500, null)).toMatch(/HTTP 500/);
+  });
+});
+
+describe('modelProblem', () => {
+  const autotriton = { name: 'autotriton', available: false, needs: '`autotriton model pull`' };
+  const models = [
+    autotriton,
+    { name: 'tiny', available: true, needs: '' },
+    { name: 'openai:<name>', available: true, needs: '' },
+    { name: 'tiny-hf', available: false, needs: "pip install 'autotriton-jupyter[hf]'" }
+  ];
+
+  it('says why the default model cannot run, and which installed ones can', () => {
+    const text = modelProblem('', autotriton, models)!;
+    expect(text).toMatch(/default model autotriton cannot run here/);
+    expect(text).toMatch(/autotriton model pull/);
+    expect(text).toMatch(/\(tiny\)/);
+  });
+
+  it('says why a chosen model cannot run', () => {
+    expect(modelProblem('tiny-hf', autotriton, models)).toMatch(/The model tiny-hf .*autotriton-jupyter\[hf\]/);
+  });
+
+  it('lets a usable or unknown model run', () => {
+    expect(modelProblem('tiny', autotriton, models)).toBeNull();
+    expect(modelProblem('/models/x.gguf', autotriton, models)).toBeNull();
+    expect(modelProblem('', { ...autotriton, available: true }, models)).toBeNull();
+    expect(modelProblem('', null, models)).toBeNull();
   });
 });
