@@ -3,10 +3,16 @@
 WAL mode and a busy timeout make two notebooks writing at once safe; every write is
 one transaction, so a crash loses nothing that was committed and leaves nothing half
 written.
+
+A library that cannot be written is still read: one made by a newer autotriton (its
+schema version is higher than SCHEMA_VERSION), one on a read-only file system or
+without write permission. A damaged one is never written; `autotriton kernels recover`
+copies out what is readable. A full disk fails the write with the file intact.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -54,8 +60,16 @@ CREATE TABLE IF NOT EXISTS accepted (
     created REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS candidates_task ON candidates(task_id);
-PRAGMA user_version = 1;
 """
+
+# The schema's version, kept in the file as SQLite's user_version. A library made by a
+# newer version is read, never written. One made by an older version is upgraded in one
+# transaction, after a backup copy beside it; MIGRATIONS[v] takes version v to v + 1.
+SCHEMA_VERSION = 1
+MIGRATIONS: dict[int, str] = {
+    # Libraries from before the version was kept have version 0 and the same tables.
+    0: "",
+}
 
 
 BUSY_TIMEOUT_S = 30.0
@@ -69,6 +83,31 @@ class StoreError(RuntimeError):
     """The library cannot do what was asked; the message says why and what to do."""
 
 
+class LibraryDamaged(StoreError):
+    """The library file is damaged; nothing is written to it."""
+
+
+def _damaged(path: Path, e: BaseException) -> LibraryDamaged:
+    return LibraryDamaged(
+        f"The kernel library {path} is damaged ({e}); nothing was written to it. "
+        f"`autotriton kernels recover --library {path}` copies what is still readable into "
+        "a new file; then move the damaged one aside and put the recovered one in its place."
+    )
+
+
+def _full(e: BaseException) -> bool:
+    return isinstance(e, sqlite3.OperationalError) and "full" in str(e) or (
+        isinstance(e, OSError) and e.errno == errno.ENOSPC
+    )
+
+
+def _is_damage(e: BaseException) -> bool:
+    text = str(e).lower()
+    return isinstance(e, sqlite3.DatabaseError) and (
+        "malformed" in text or "not a database" in text or "corrupt" in text
+    )
+
+
 def default_path() -> Path:
     """The library file: $AUTOTRITON_LIBRARY, else the user data directory."""
     env = os.environ.get("AUTOTRITON_LIBRARY")
@@ -80,11 +119,20 @@ def default_path() -> Path:
 
 def side_dir(library: str | Path | None = None) -> Path:
     """Where files that belong to a library but are not the library live (job progress,
-    kernel sources for Triton): the default library's own folder, else a folder of the
-    user cache named for the library's path, so a library kept in a project folder gets
-    no `jobs/` or `kernels/` beside it."""
+    kernel sources for Triton).
+
+    The default library's own folder; for a library elsewhere, a folder of the user cache
+    named for the library's path, so a library kept in a project folder gets no `jobs/`
+    or `kernels/` beside it. AUTOTRITON_LIBRARY_FILES=beside puts them beside any
+    library, =cache in the cache for any library."""
     path = Path(library) if library else default_path()
-    if path == default_path():
+    where = os.environ.get("AUTOTRITON_LIBRARY_FILES", "").strip().lower()
+    if where not in ("", "beside", "cache"):
+        raise StoreError(
+            f"AUTOTRITON_LIBRARY_FILES={where!r} is not understood; use `beside` (next to the "
+            "library) or `cache` (in the user cache folder)."
+        )
+    if where == "beside" or (where == "" and path == default_path()):
         return path.parent
     env = os.environ.get("AUTOTRITON_CACHE")
     base = Path(env) if env else Path(
@@ -117,12 +165,17 @@ class Store:
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path else default_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Why this library may not be written (None: it may); said by every write.
+        self.read_only: str | None = None
+        self._checked = False
+        new = not self.path.exists()
         try:
-            self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            self._use_wal()
-            self.db.execute("PRAGMA foreign_keys=ON")
-            self.db.executescript(SCHEMA)
+            if new:
+                self._create()
+            else:
+                self._open_existing()
+        except StoreError:
+            raise
         except sqlite3.DatabaseError as e:
             if isinstance(e, sqlite3.OperationalError) and _locked(e):
                 raise StoreError(
@@ -130,11 +183,147 @@ class Store:
                     f"{BUSY_TIMEOUT_S:g} s; let the other notebook or command finish, then "
                     "try again."
                 ) from e
-            raise StoreError(
-                f"The kernel library {self.path} cannot be opened ({e}); move it "
-                "aside and a new one will be made."
-            ) from e
+            if _is_damage(e):
+                raise _damaged(self.path, e) from e
+            raise StoreError(f"The kernel library {self.path} cannot be opened ({e}).") from e
         self.db.row_factory = sqlite3.Row
+
+    def _create(self) -> None:
+        """A new library: its folder and file, the tables, WAL mode; nothing left if that fails."""
+        made = [p for p in (self.path.parent, *self.path.parent.parents) if not p.exists()]
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            self._use_wal()
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self._make_tables()
+        except (OSError, sqlite3.Error, StoreError) as e:
+            if hasattr(self, "db"):
+                self.db.close()
+            if isinstance(e, sqlite3.OperationalError) and _locked(e):
+                raise  # another process is making it
+            self._remove_if_empty()
+            for folder in made:  # innermost first; only those left empty
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
+            if isinstance(e, StoreError):
+                raise
+            raise self._write_error(e, creating=True) from e
+
+    def _make_tables(self) -> None:
+        with self.transaction(check=False) as db:
+            if db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0:
+                # Another process may have made them meanwhile; then they are left as they are.
+                _run(db, SCHEMA)
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _remove_if_empty(self) -> None:
+        """A library this process failed to make is removed if nothing was committed to it
+        (no tables in the file, nothing in its write-ahead log)."""
+        wal = Path(f"{self.path}-wal")
+        if wal.exists() and wal.stat().st_size > 32:  # more than the log's header
+            return
+        try:
+            uri = f"{self.path.resolve().as_uri()}?immutable=1"
+            db = sqlite3.connect(uri, uri=True)
+            try:
+                tables = db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
+            finally:
+                db.close()
+        except sqlite3.Error:
+            tables = 0 if self.path.exists() and self.path.stat().st_size == 0 else 1
+        if tables == 0:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+    def _open_existing(self) -> None:
+        why = _unwritable(self.path)
+        if why:
+            self._open_read_only(why)
+        else:
+            self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            try:
+                self.db.execute("PRAGMA user_version").fetchone()
+            except sqlite3.OperationalError as e:
+                if not _disk_full(self.path):
+                    raise
+                # SQLite cannot make its shared-memory file: read what is there.
+                self.db.close()
+                self._open_read_only(_FULL_WHY)
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            if not self.read_only:
+                self.db.close()
+                self._open_read_only(
+                    f"it was written by a newer autotriton-jupyter (library schema {version}; "
+                    f"this one knows up to {SCHEMA_VERSION}); upgrade with "
+                    "`pip install -U autotriton-jupyter` to write to it"
+                )
+            return
+        if self.read_only:
+            return
+        self._use_wal()
+        self.db.execute("PRAGMA foreign_keys=ON")
+        if version < SCHEMA_VERSION:
+            if self.db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0:
+                self._make_tables()  # an empty file, or one another process is making
+            else:
+                self._upgrade(version)
+
+    def _open_read_only(self, why: str) -> None:
+        """Reading only; `immutable` where SQLite cannot even make its shared-memory file
+        (a read-only folder: then no one can be writing the file either)."""
+        self.read_only = why
+        uri = self.path.resolve().as_uri()
+        try:
+            self.db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S,
+                                      isolation_level=None)
+            self.db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError:
+            self.db.close()
+            self.db = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
+
+    def _upgrade(self, version: int) -> None:
+        """Older schema: a backup copy beside the file, then every migration in one transaction."""
+        backup = self.path.with_name(f"{self.path.name}.schema{version}.bak")
+        if not backup.exists():
+            tmp = backup.with_name(backup.name + ".tmp")
+            try:
+                with sqlite3.connect(tmp) as copy:
+                    self.db.backup(copy)
+                copy.close()
+                tmp.replace(backup)
+            except (OSError, sqlite3.Error) as e:
+                tmp.unlink(missing_ok=True)
+                raise self._write_error(e) from e
+        with self.transaction() as db:
+            current = db.execute("PRAGMA user_version").fetchone()[0]
+            for v in range(current, SCHEMA_VERSION):
+                _run(db, MIGRATIONS[v])
+            _run(db, SCHEMA)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _write_error(self, e: BaseException, creating: bool = False) -> StoreError:
+        """What a failed write means, said plainly."""
+        if _full(e) or _disk_full(self.path):
+            return StoreError(
+                f"The disk holding the kernel library {self.path} is full; nothing was "
+                + ("made" if creating else "written, and the file is intact")
+                + ". Free some space, then try again."
+            )
+        if _is_damage(e):
+            return _damaged(self.path, e)
+        text = str(e).lower()
+        if "readonly" in text or "read-only" in text or getattr(e, "errno", None) in (
+            errno.EROFS, errno.EACCES, errno.EPERM
+        ):
+            return StoreError(
+                f"The kernel library {self.path} cannot be written ({e}); reading works. Use a "
+                "writable file (AUTOTRITON_LIBRARY or --library), or make this one writable."
+            )
+        return StoreError(f"Writing to the kernel library {self.path} failed ({e}).")
 
     def _use_wal(self) -> None:
         """Switch a new file to WAL (the mode is kept in the file).
@@ -162,16 +351,61 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def check(self) -> list[str]:
+        """SQLite's integrity check: [] when the file is sound, else what is wrong."""
+        try:
+            rows = [r[0] for r in self.db.execute("PRAGMA integrity_check").fetchall()]
+        except sqlite3.DatabaseError as e:
+            return [str(e)]
+        return [] if rows == ["ok"] else rows
+
+    def _may_write(self) -> None:
+        """Refuses a write to a library that cannot take it, saying why; checks the file once."""
+        if self.read_only == _FULL_WHY:
+            raise self._write_error(OSError(errno.ENOSPC, "No space left on device"))
+        if self.read_only:
+            raise StoreError(
+                f"The kernel library {self.path} is read-only here: {self.read_only}. Reading "
+                "works; to save, use a writable library (AUTOTRITON_LIBRARY or --library)."
+            )
+        if not self._checked:
+            try:
+                bad = self.db.execute("PRAGMA quick_check").fetchall()
+            except sqlite3.DatabaseError as e:
+                raise _damaged(self.path, e) from e
+            if [r[0] for r in bad] != ["ok"]:
+                raise _damaged(self.path, bad[0][0])
+            self._checked = True
+
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE ... COMMIT: all or nothing, one writer at a time."""
-        self.db.execute("BEGIN IMMEDIATE")
+    def transaction(self, check: bool = True) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT: all or nothing, one writer at a time.
+
+        A full disk, a damaged file or a read-only one end in a StoreError saying so;
+        the transaction is rolled back and the file left as it was."""
+        if check:
+            self._may_write()
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as e:
+            if _locked(e):
+                raise
+            raise self._write_error(e) from e
         try:
             yield self.db
-        except BaseException:
-            self.db.execute("ROLLBACK")
+            self.db.execute("COMMIT")
+        except BaseException as e:
+            if self.db.in_transaction:
+                try:
+                    self.db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+            if isinstance(e, sqlite3.DatabaseError) and not (
+                isinstance(e, sqlite3.IntegrityError)
+                or isinstance(e, sqlite3.OperationalError) and _locked(e)
+            ):
+                raise self._write_error(e) from e
             raise
-        self.db.execute("COMMIT")
 
     # writing -------------------------------------------------------------------------
     def add_task(self, name: str, source: str) -> int:
@@ -272,12 +506,28 @@ class Store:
         " LEFT JOIN candidates c ON c.id = a.candidate_id"
     )
 
+    def read(self, sql: str, args: tuple = ()) -> list[sqlite3.Row]:
+        """Rows of a query; a damaged file or a newer schema is a StoreError saying so."""
+        try:
+            return self.db.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as e:
+            if _is_damage(e):
+                raise _damaged(self.path, e) from e
+            if self.db.execute("PRAGMA user_version").fetchone()[0] > SCHEMA_VERSION:
+                raise StoreError(
+                    f"The kernel library {self.path} was written by a newer autotriton-jupyter"
+                    f" and this one cannot read it ({e}); upgrade with "
+                    "`pip install -U autotriton-jupyter`."
+                ) from e
+            raise StoreError(f"Reading the kernel library {self.path} failed ({e}).") from e
+
     def accepted(self) -> list[Accepted]:
-        rows = self.db.execute(self._ACCEPTED + " ORDER BY a.created DESC").fetchall()
+        rows = self.read(self._ACCEPTED + " ORDER BY a.created DESC")
         return [self._row(r) for r in rows]
 
     def get(self, name: str) -> Accepted:
-        row = self.db.execute(self._ACCEPTED + " WHERE a.name=?", (name,)).fetchone()
+        rows = self.read(self._ACCEPTED + " WHERE a.name=?", (name,))
+        row = rows[0] if rows else None
         if row is None:
             known = ", ".join(a.name for a in self.accepted()[:10]) or "none yet"
             raise StoreError(f"No accepted kernel named {name!r} in {self.path} (known: {known}).")
@@ -302,9 +552,43 @@ class Store:
 
     def counts(self) -> dict[str, int]:
         return {
-            t: self.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+            t: self.read(f"SELECT COUNT(*) FROM {t}")[0][0]
             for t in ("tasks", "candidates", "accepted")
         }
+
+
+def _run(db: sqlite3.Connection, script: str) -> None:
+    """Statements one by one (executescript would commit the open transaction)."""
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+_FULL_WHY = "the disk holding it is full"
+
+
+def _disk_full(path: Path) -> bool:
+    """Whether the file system holding `path` has (next to) no room left for SQLite."""
+    try:
+        st = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < 64 * 1024
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why an existing library cannot be written here, or None."""
+    if not os.access(path, os.W_OK):
+        try:
+            os.statvfs(path)
+            ro = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+        except OSError:
+            ro = False
+        return "it is on a read-only file system" if ro else "the file is not writable"
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        # SQLite writes its journal beside the file.
+        return f"its folder {path.parent} is not writable"
+    return None
 
 
 def _interpreter_without_gpu(name: str) -> None:

@@ -146,7 +146,7 @@ async def test_a_damaged_library_is_500_with_what_to_do(jp_fetch, library):
         await jp_fetch("autotriton", "kernels")
     assert e.value.code == 500
     message = json.loads(e.value.response.body)["message"]
-    assert str(library) in message and "move it aside" in message
+    assert str(library) in message and "kernels recover" in message
 
 
 async def test_settings(jp_fetch, library, tmp_path):

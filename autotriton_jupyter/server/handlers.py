@@ -44,7 +44,7 @@ def _kernel(a: Accepted, adapter: str | None) -> dict[str, Any]:
 
 def _adapters(store: Store) -> dict[str, str | None]:
     # Accepted carries no adapter, so it is read here from the candidate row directly.
-    rows = store.db.execute(
+    rows = store.read(
         "SELECT a.name, c.adapter FROM accepted a LEFT JOIN candidates c ON c.id = a.candidate_id"
     )
     return {r[0]: r[1] for r in rows}
@@ -63,7 +63,7 @@ def _open(path: Path) -> Store:
 def _read_error(path: Path, e: sqlite3.Error) -> StoreError:
     return StoreError(
         f"The kernel library {path} could not be read ({e}); if another program holds it, "
-        "try again, and if it is damaged, move it aside and a new one will be made."
+        f"try again; `autotriton kernels check --library {path}` says whether it is damaged."
     )
 
 
@@ -102,8 +102,8 @@ def get_kernel(path: Path, name: str) -> dict[str, Any] | None:
         return None
     with _open(path) as store:
         try:
-            row = store.db.execute("SELECT 1 FROM accepted WHERE name=?", (name,)).fetchone()
-            if row is None:
+            row = store.read("SELECT 1 FROM accepted WHERE name=?", (name,))
+            if not row:
                 return None
             a, adapters = store.get(name), _adapters(store)
         except sqlite3.Error as e:
