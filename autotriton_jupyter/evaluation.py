@@ -17,6 +17,7 @@ import html
 import json
 import math
 import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -107,6 +108,15 @@ def run_eval(
     files = task_files(tasks_dir)
     t0 = time.monotonic()
     skipped = 0
+    lock = threading.Lock()
+
+    def write(r: dict[str, Any]) -> None:
+        """A record goes to disk as soon as it is known (a kill loses only what is in flight)."""
+        r = _with_timing_marks(r, options.launch_bound_ms)
+        with lock:
+            _append(results, r)
+            records.append(r)
+
     with Verifier(options.verify) as verifier:
         for i, path in enumerate(files):
             name = path.stem
@@ -115,17 +125,12 @@ def run_eval(
                 left = (time.monotonic() - t0) / i * (len(files) - i)
                 eta = f", about {left / 60:.1f} min left"
             emit(f"[{i + 1}/{len(files)}] {name}{eta}")
-            try:
-                new = _judge_task(path, name, options, verifier, generator, done)
-            except TaskError as e:
-                new = (
-                    [] if (name, "") in done else [{"task": name, "candidate": "", "error": str(e)}]
-                )
             skipped += sum(1 for k in done if k[0] == name)
-            for r in new:
-                r = _with_timing_marks(r, options.launch_bound_ms)
-                _append(results, r)
-                records.append(r)
+            try:
+                _judge_task(path, name, options, verifier, generator, done, write)
+            except TaskError as e:
+                if (name, "") not in done:
+                    write({"task": name, "candidate": "", "error": str(e)})
     summary = summarize(records, options.launch_bound_ms)
     summary["skipped_as_done"] = skipped
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -141,41 +146,74 @@ def _judge_task(
     verifier: Verifier,
     generator: Any,
     done: set[tuple[str, str]],
-) -> list[dict[str, Any]]:
+    write: Callable[[dict[str, Any]], None],
+) -> None:
+    """Judge one task's candidates, writing each record as its report comes."""
     task = Task.from_file(path)
     if options.candidates_dir:
         files = [
             f for f in candidate_files(options.candidates_dir, name) if (name, f.name) not in done
         ]
-        if not files:
-            return []
-        reports = verifier.verify_many(task, [Candidate.from_file(f) for f in files])
-        return [
-            {"task": name, "candidate": f.name, "source": "file", "report": r.to_dict()}
-            for f, r in zip(files, reports)
-        ]
-    if any(k[0] == name for k in done):
-        return []  # this task's samples were all written together
-    from .pipeline import TritonizeOptions, tritonize
+        if files:
+            verifier.verify_many(
+                task,
+                [Candidate.from_file(f) for f in files],
+                on_report=lambda i, r: write(
+                    {"task": name, "candidate": files[i].name, "source": "file",
+                     "report": r.to_dict()}
+                ),
+            )
+        return
+    _judge_samples(task, name, options, verifier, generator, done, write)
+
+
+def _judge_samples(
+    task: Task,
+    name: str,
+    options: EvalOptions,
+    verifier: Verifier,
+    generator: Any,
+    done: set[tuple[str, str]],
+    write: Callable[[dict[str, Any]], None],
+) -> None:
+    """The model's samples for a task. A run killed during the task resumes with as many
+    new first-round samples as are missing (and no new repair round once one was written)."""
+    from .pipeline import PipelineEvent, TritonizeOptions, tritonize
+
+    before = [c for t, c in done if t == name and c]
+    offset = {r: sum(1 for c in before if c.startswith(f"round{r + 1}-")) for r in range(99)}
+    n = options.n - offset[0]
+    if n <= 0:
+        return
+    rounds = options.rounds if not any(offset[r] for r in range(1, 99)) else 0
+    source = getattr(generator, "name", "model")
+    tokens: dict[tuple[int, int], int] = {}
+    written: set[tuple[int, int]] = set()
+
+    def label(rnd: int, sample: int) -> str:
+        return f"round{rnd + 1}-sample{sample + 1 + offset[rnd]}"
+
+    def on_event(e: PipelineEvent) -> None:
+        event = (e.data or {}).get("event")
+        if e.kind == "token" and event is not None and event.kind == "done":
+            per_chat = n if e.round == 0 else 1
+            tokens[(e.round, event.chat * per_chat + event.sample)] = event.tokens
+        if e.kind == "verified" and (e.round, e.sample) not in written:
+            written.add((e.round, e.sample))
+            write({"task": name, "candidate": label(e.round, e.sample), "source": source,
+                   "tokens": tokens.get((e.round, e.sample)), "report": e.data["report"]})
 
     result = tritonize(
         task,
         generator,
-        TritonizeOptions(
-            n=options.n, rounds=options.rounds, params=options.params, verify=options.verify
-        ),
+        TritonizeOptions(n=n, rounds=rounds, params=options.params, verify=options.verify),
         verifier=verifier,
+        on_event=on_event,
     )
-    return [
-        {
-            "task": name,
-            "candidate": f"round{c.round + 1}-sample{c.sample + 1}",
-            "source": getattr(generator, "name", "model"),
-            "tokens": c.tokens,
-            "report": c.report.to_dict() if c.report else None,
-        }
-        for c in result.candidates
-    ]
+    for c in result.candidates:  # those without code, which were never judged
+        if (c.round, c.sample) not in written:
+            write({"task": name, "candidate": label(c.round, c.sample), "source": source,
+                   "tokens": c.tokens, "report": c.report.to_dict() if c.report else None})
 
 
 def launch_bound(

@@ -198,3 +198,60 @@ def test_the_report_names_launch_bound_tasks_and_shows_spread():
     assert "| failed | 1 | 0 | not measured | not measured | - | - | - |" in md
     page = render_html(s)
     assert "tiny (launch-bound)" in page and "mid, tiny. Their speedups measure" in page
+
+
+def test_a_killed_eval_keeps_the_finished_candidates_of_the_task_in_flight(tmp_path):
+    """Each record is written when its candidate is judged, not when its task ends."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    tasks, cands = tmp_path / "tasks", tmp_path / "cands"
+    tasks.mkdir()
+    shutil.copy(EXAMPLES / "tasks" / "add_relu.py", tasks)
+    shutil.copytree(EXAMPLES / "candidates" / "add_relu", cands / "add_relu")
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "autotriton_jupyter", "eval", str(tasks), "--candidates",
+            str(cands), "--out", str(out), "--device", "cpu", "--no-timing", "-q"]
+    p = subprocess.Popen(argv, cwd=Path(__file__).parent.parent, start_new_session=True)
+    results = out / "results.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and p.poll() is None:
+        if results.exists() and len(results.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.05)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    kept = [json.loads(x)["candidate"] for x in results.read_text().splitlines() if x.endswith("}")]
+    assert 2 <= len(kept) < 5, kept  # killed during the task, with some of it written
+    s = run_eval(tasks, EvalOptions(out_dir=str(out), candidates_dir=str(cands), resume=True,
+                                    verify=VerifyOptions(device="cpu", seed=3, timing=False)))
+    assert s["skipped_as_done"] == len(kept)
+    names = [json.loads(x)["candidate"] for x in results.read_text().splitlines()]
+    assert sorted(names) == sorted(f.name for f in (cands / "add_relu").glob("*.py"))
+    assert s["correct"] == 1 and s["candidates"] == 5
+
+
+def test_a_model_run_resumed_mid_task_samples_only_what_is_missing(tmp_path):
+    from autotriton_jupyter.model.registry import ModelOptions, load
+
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    shutil.copy(EXAMPLES / "tasks" / "row_sum.py", tasks)
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    shutil.copy(EXAMPLES / "candidates" / "row_sum" / "pass_loop.py", replay)
+    out = tmp_path / "out"
+    out.mkdir()
+    earlier = {"task": "row_sum", "candidate": "round1-sample1", "source": "m",
+               "report": {"verdict": "fail", "checks": [], "reasons": [], "timing": None}}
+    (out / "results.jsonl").write_text(json.dumps(earlier) + "\n")
+    gen = load(f"files:{replay}", ModelOptions())
+    o = EvalOptions(out_dir=str(out), n=3, resume=True,
+                    verify=VerifyOptions(device="cpu", seed=3, timing=False))
+    s = run_eval(tasks, o, gen)
+    names = [json.loads(x)["candidate"] for x in (out / "results.jsonl").read_text().splitlines()]
+    assert names[0] == "round1-sample1" and sorted(names[1:]) == ["round1-sample2", "round1-sample3"]
+    assert s["candidates"] == 3 and s["correct"] == 2
