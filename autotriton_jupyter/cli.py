@@ -4,29 +4,247 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
+import stat
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_CONDITIONAL = 0, 1, 2, 3
 
 
 _STARTED = time.perf_counter()
 MAX_SAMPLES = 64  # samples per task: each is a sequence in the decode batch and a worker
+MAX_SOURCE = 16 * 2**20  # a task or candidate is Python source, not a data file
 
 
-def samples(text: str) -> int:
-    """-n: a whole number from 1 to MAX_SAMPLES (argparse turns the error into a message)."""
+# Argument types. Each refuses a bad value with one sentence that says what to give
+# instead; argparse turns it into exit 2 with the usage above it. Settings that the
+# config file also holds are checked by the config's own rules, so both say the same.
+
+
+def _flag(rule: Any, name: str = "") -> Callable[[str], Any]:
+    """An argparse type from a config rule (config.SECTIONS or one made like them)."""
+
+    def parse(text: str) -> Any:
+        from .config import Refused
+
+        try:
+            return rule(text)
+        except Refused as e:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} cannot be used{e.because()}: give {e.need}."
+            ) from None
+
+    parse.rule = rule  # type: ignore[attr-defined]
+    parse.__name__ = name or rule.need
+    return parse
+
+
+def _setting(section: str, field: str) -> Callable[[str], Any]:
+    """The argparse type of a flag that overrides the config file's [section] field."""
+    from .config import SECTIONS
+
+    return _flag(SECTIONS[section][field], f"{section}.{field}")
+
+
+def _show(p: Path | str) -> str:
+    """A path for a message: as given, or quoted when it holds anything unprintable or blank."""
+    s = str(p)
+    return s if s.isprintable() and s.strip() == s and s else repr(s)
+
+
+def _refuse(message: str) -> argparse.ArgumentTypeError:
+    return argparse.ArgumentTypeError(message)
+
+
+def _stat(text: str) -> tuple[Path, os.stat_result | None]:
+    """(path, its stat or None when nothing is there); an unusable path is refused."""
+    if not text.strip():
+        raise _refuse("an empty path cannot be used; give a file or folder.")
+    p = Path(text)
     try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= n <= MAX_SAMPLES:
-        raise argparse.ArgumentTypeError(
-            f"{n} samples: use 1 to {MAX_SAMPLES} (each is a sequence in the decode batch "
-            "and a candidate to verify)"
+        return p, p.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return p, None
+    except (OSError, ValueError) as e:
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise _refuse(f"{_show(p)} cannot be used ({why}); check the path.") from None
+
+
+def _path_tag(kind: str) -> Callable[[Callable[[str], Any]], Callable[[str], Any]]:
+    def tag(fn: Callable[[str], Any]) -> Callable[[str], Any]:
+        fn.path_kind = kind  # type: ignore[attr-defined]
+        return fn
+
+    return tag
+
+
+@_path_tag("file")
+def existing_file(text: str) -> str:
+    """A file that exists and can be read."""
+    p, st = _stat(text)
+    if st is None:
+        raise _refuse(f"{_show(p)} does not exist; give the path of an existing file.")
+    if stat.S_ISDIR(st.st_mode):
+        raise _refuse(f"{_show(p)} is a folder; give a file.")
+    if not stat.S_ISREG(st.st_mode):
+        raise _refuse(f"{_show(p)} is not a regular file; give a file.")
+    if not os.access(p, os.R_OK):
+        raise _refuse(f"{_show(p)} cannot be read (permission denied); check its permissions.")
+    return text
+
+
+@_path_tag("source")
+def source_file(text: str) -> str:
+    """A Python source file (task or candidate): exists, readable, UTF-8, not huge."""
+    existing_file(text)
+    p = Path(text)
+    try:
+        with p.open("rb") as f:
+            data = f.read(MAX_SOURCE + 1)
+    except OSError as e:
+        raise _refuse(f"{_show(p)} cannot be read ({e.strerror}); check its permissions.") from None
+    if len(data) > MAX_SOURCE:
+        raise _refuse(
+            f"{_show(p)} is larger than {MAX_SOURCE >> 20} MiB; give a Python source file."
         )
-    return n
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _refuse(
+            f"{_show(p)} is not UTF-8 text (byte {data[e.start]:#04x} at offset {e.start}); "
+            "give a Python source file saved as UTF-8."
+        ) from None
+    return text
+
+
+@_path_tag("dir")
+def existing_dir(text: str) -> str:
+    """A folder that exists and can be listed."""
+    p, st = _stat(text)
+    if st is None:
+        raise _refuse(f"{_show(p)} does not exist; give the path of an existing folder.")
+    if not stat.S_ISDIR(st.st_mode):
+        raise _refuse(f"{_show(p)} is not a folder; give a folder.")
+    if not os.access(p, os.R_OK | os.X_OK):
+        raise _refuse(f"{_show(p)} cannot be read (permission denied); check its permissions.")
+    return text
+
+
+@_path_tag("path")
+def existing_path(text: str) -> str:
+    """A file or folder that exists."""
+    p, st = _stat(text)
+    if st is None:
+        raise _refuse(f"{_show(p)} does not exist; give the path of an existing file or folder.")
+    return text
+
+
+def _can_create(p: Path) -> None:
+    """Refuse a path that cannot be made: its nearest existing ancestor must be a writable folder."""
+    for parent in p.absolute().parents:
+        try:
+            st = parent.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as e:
+            raise _refuse(
+                f"{_show(parent)} cannot be used ({e.strerror}); choose another path."
+            ) from None
+        if not stat.S_ISDIR(st.st_mode):
+            raise _refuse(
+                f"{_show(parent)} is a file, so {_show(p)} cannot be made; choose another path."
+            )
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise _refuse(
+                f"{_show(p)} cannot be made: the folder {_show(parent)} is not writable; "
+                "choose another path."
+            )
+        return
+
+
+@_path_tag("out-dir")
+def output_dir(text: str) -> str:
+    """A folder to write into: an existing writable folder, or a path where one can be made."""
+    p, st = _stat(text)
+    if st is None:
+        _can_create(p)
+    elif not stat.S_ISDIR(st.st_mode):
+        raise _refuse(f"{_show(p)} exists and is not a folder; give a new or existing folder.")
+    elif not os.access(p, os.W_OK | os.X_OK):
+        raise _refuse(f"{_show(p)} is not writable; give a folder you can write to.")
+    return text
+
+
+@_path_tag("out-file")
+def output_file(text: str) -> str:
+    """A file to write: an existing writable file, or a path where one can be made."""
+    p, st = _stat(text)
+    if st is None:
+        _can_create(p)
+    elif stat.S_ISDIR(st.st_mode):
+        raise _refuse(f"{_show(p)} is a folder; give a file path.")
+    elif not stat.S_ISREG(st.st_mode):
+        raise _refuse(f"{_show(p)} is not a regular file; give a file path.")
+    elif not os.access(p, os.W_OK):
+        raise _refuse(f"{_show(p)} is not writable; check its permissions.")
+    return text
+
+
+def _names(need: str, ok: Callable[[str], bool]) -> Callable[[str], str]:
+    from .config import Rule, Unusable
+
+    def parse(value: str) -> str:
+        if not isinstance(value, str) or not ok(value) or not value.isprintable():
+            raise Unusable("")
+        return value
+
+    return _flag(Rule(need, parse, kind="name"), need)
+
+
+def _batches(value: str) -> tuple[int, ...]:
+    from .config import whole
+
+    return tuple(whole(1)(b) for b in value.split(","))
+
+
+def _then(text: str) -> tuple[str, str]:
+    """--then REF.py:DIR: a task file and a folder of candidates."""
+    ref, sep, folder = text.rpartition(":")
+    if not sep:
+        raise _refuse(f"{text!r} cannot be used: give REF.py:CANDIDATES_DIR.")
+    return source_file(ref), existing_dir(folder)
+
+
+_then.path_kind = "then"  # type: ignore[attr-defined]
+
+
+def _types() -> dict[str, Callable[[str], Any]]:
+    """The argument types that are not config settings (built once per parser)."""
+    from .config import Rule, number, whole
+
+    return {
+        "samples": _flag(whole(1, MAX_SAMPLES), "samples"),
+        "tokens": _flag(whole(1), "tokens"),
+        "count": _flag(whole(1), "count"),
+        "rounds": _flag(whole(0), "rounds"),
+        "seed": _setting("verify", "seed"),
+        "temperature": _flag(number(0), "temperature"),
+        "top_p": _flag(number(0, 1, above=True), "top_p"),
+        "ms": _flag(number(0), "ms"),
+        "name": _names("a non-empty name", lambda v: bool(v.strip())),
+        "adapter": _names(
+            "an adapter name of letters, digits, _ and - (not starting with a digit)",
+            lambda v: v.replace("-", "_").isidentifier(),
+        ),
+        "batches": _flag(
+            Rule("batch sizes separated by commas (e.g. 1,8)", _batches, kind="list"), "batches"
+        ),
+    }
 
 
 def _progress(quiet: bool):
@@ -45,17 +263,27 @@ def _progress(quiet: bool):
 
 def _add_verify_flags(p: argparse.ArgumentParser, seed: bool = True) -> None:
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where to run (default auto)")
-    p.add_argument("--trials", type=int, help="fresh input sets from get_inputs() (default 3)")
-    p.add_argument("--atol", type=float, help="absolute tolerance (default 1e-2)")
-    p.add_argument("--rtol", type=float, help="relative tolerance (default 1e-2)")
+    p.add_argument(
+        "--trials",
+        type=_setting("verify", "trials"),
+        help="fresh input sets from get_inputs() (default 3)",
+    )
+    p.add_argument(
+        "--atol", type=_setting("verify", "atol"), help="absolute tolerance (default 1e-2)"
+    )
+    p.add_argument(
+        "--rtol", type=_setting("verify", "rtol"), help="relative tolerance (default 1e-2)"
+    )
     p.add_argument(
         "--allow-torch",
+        type=_setting("verify", "allow_torch"),
         metavar="OPS",
         help="comma-separated ATen ops forward may run in PyTorch (e.g. mm,addmm); "
         "'all' allows any (default: none)",
     )
     p.add_argument(
         "--shapes",
+        type=_setting("verify", "shapes"),
         metavar="SETS",
         help="also judge at other input shapes: one shape per tensor input, sets separated "
         "by ';' (e.g. '33x257 33x257; 1x7 1x7'); values are drawn from the task's own inputs",
@@ -73,7 +301,9 @@ def _add_verify_flags(p: argparse.ArgumentParser, seed: bool = True) -> None:
         help="run workers without the OS sandbox (generated code then runs with your privileges)",
     )
     p.add_argument(
-        "--timeout", type=float, help="seconds allowed per step before a worker is killed"
+        "--timeout",
+        type=_setting("verify", "timeout"),
+        help="seconds allowed per step before a worker is killed (default 120)",
     )
     p.add_argument(
         "--no-cache",
@@ -82,7 +312,11 @@ def _add_verify_flags(p: argparse.ArgumentParser, seed: bool = True) -> None:
         "timings from an earlier run on this GPU",
     )
     if seed:
-        p.add_argument("--seed", type=int, help="fix the input seeds (default: fresh each run)")
+        p.add_argument(
+            "--seed",
+            type=_setting("verify", "seed"),
+            help="fix the input seeds (default: fresh each run)",
+        )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -104,9 +338,9 @@ def _options(args: argparse.Namespace):
         if v is not None:
             setattr(o, name, v)
     if args.allow_torch is not None:
-        o.allow_torch = tuple(s.strip() for s in args.allow_torch.split(",") if s.strip())
+        o.allow_torch = args.allow_torch
     if args.shapes is not None:
-        o.shapes = (args.shapes,)
+        o.shapes = args.shapes
     if args.no_timing:
         o.timing = False
     if getattr(args, "no_sandbox", False):
@@ -115,16 +349,35 @@ def _options(args: argparse.Namespace):
         o.strict = True
     if getattr(args, "no_cache", False):
         o.reference_cache = False
-    from .task import TaskError
-    from .verify.shapes import ShapeError, parse_shapes
+    return o  # every value was checked: flags by their types, the rest by config.check()
 
-    if o.trials < 1:
-        raise TaskError("--trials must be at least 1.")
+
+# Checks that need more than one argument, run by main() before the command does any work.
+
+
+def _check_generate(args: argparse.Namespace) -> None:
+    from .task import TaskError
+
+    if args.output:
+        return  # checked as it was parsed
     try:
-        parse_shapes(o.shapes)
-    except ShapeError as e:
-        raise TaskError(str(e)) from e
-    return o
+        output_dir(f"autotriton-out/{Path(args.reference).stem}")
+    except argparse.ArgumentTypeError as e:
+        raise TaskError(
+            f"{str(e).rstrip('.')}; it is the default output folder: choose another with -o DIR."
+        ) from None
+
+
+def _check_eval(args: argparse.Namespace) -> None:
+    from .evaluation import task_files
+    from .task import TaskError
+
+    task_files(args.tasks)  # a folder without task files is refused here, before a model loads
+    results = Path(args.out) / "results.jsonl"
+    if results.exists() and not args.resume:
+        raise TaskError(
+            f"{results} already exists: pass --resume to continue that run, or choose another --out."
+        )
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -246,7 +499,9 @@ def cmd_model_list(args: argparse.Namespace) -> int:
     for s in specs:
         state = "ready" if s.available else f"needs {s.needs}"
         where = f"  {s.path}" if s.available and s.path else ""
-        print(f"{s.name:<14} {s.backend:<9} {state}{where}{'  (' + s.about + ')' if s.about else ''}")
+        print(
+            f"{s.name:<14} {s.backend:<9} {state}{where}{'  (' + s.about + ')' if s.about else ''}"
+        )
     return EXIT_PASS
 
 
@@ -261,10 +516,9 @@ def cmd_model_pull(args: argparse.Namespace) -> int:
 def cmd_bench_generate(args: argparse.Namespace) -> int:
     from .model.bench import bench_generate
 
-    batches = tuple(int(b) for b in args.batches.split(","))
     result = bench_generate(
         args.shape,
-        batches=batches,
+        batches=args.batches,
         prompt_tokens=args.prompt_tokens,
         new_tokens=args.new_tokens,
         static_cache=not args.no_static_cache,
@@ -295,11 +549,8 @@ def cmd_bench_finetune(args: argparse.Namespace) -> int:
 
 def cmd_bench_pipeline(args: argparse.Namespace) -> int:
     from .bench import bench_pipeline
-    from .task import TaskError
 
-    then = [tuple(pair.split(":", 1)) for pair in args.then or []]
-    if any(len(p) != 2 for p in then):
-        raise TaskError("--then takes REF.py:CANDIDATES_DIR")
+    then = list(args.then or [])  # (REF.py, DIR) pairs, checked by _then
     result = bench_pipeline(
         args.reference,
         args.candidates,
@@ -323,12 +574,13 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
 
     task = Task.from_file(args.reference)
     options = _model_options(args)
+    verify = _options(args)
     progress = _TokenProgress(args.quiet)
     generator = load(options.name, options, on_event=progress)
     topts = TritonizeOptions(
         n=args.n,
         rounds=args.rounds,
-        verify=_options(args),
+        verify=verify,
         params=GenerationParams(
             max_tokens=args.max_tokens,
             temperature=args.temperature,
@@ -357,8 +609,7 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
         store.save_result(task.name, task.source, result)
     best = result.best
     if args.output and best and best.code:
-        from pathlib import Path
-
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         Path(args.output).write_text(best.code)
     if args.json:
         print(json.dumps(result.to_dict()))
@@ -380,6 +631,41 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
             if args.output:
                 print(f"written to {args.output}")
     return EXIT_PASS if best else EXIT_FAIL
+
+
+def cmd_kernels_check(args: argparse.Namespace) -> int:
+    """SQLite's integrity check of the library: exit 0 when sound, 1 when damaged."""
+    from .store import Store, default_path
+
+    path = Path(args.library) if args.library else default_path()
+    if not path.exists():
+        print(f"there is no kernel library at {path} yet", file=sys.stderr)
+        return 1
+    with Store(path) as store:
+        problems = store.check()
+        if problems:
+            print(f"the kernel library {path} is damaged:", file=sys.stderr)
+            for p in problems[:20]:
+                print(f"  {p}", file=sys.stderr)
+            print(f"`autotriton kernels recover --library {path}` copies what is readable "
+                  "into a new file.", file=sys.stderr)
+            return 1
+        counts = store.counts()
+    print(f"{path}: ok ({counts['accepted']} accepted kernels, {counts['candidates']} "
+          f"candidates, {counts['tasks']} tasks)")
+    return 0
+
+
+def cmd_kernels_recover(args: argparse.Namespace) -> int:
+    from .recover import recover
+    from .store import default_path
+
+    path = Path(args.library) if args.library else default_path()
+    got = recover(path, Path(args.out) if args.out else None)
+    print(got.summary())
+    print(f"Check it with `autotriton kernels list --library {got.out}`, then move {path} "
+          f"aside and {got.out} into its place.")
+    return 0
 
 
 def cmd_kernels(args: argparse.Namespace) -> int:
@@ -422,6 +708,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from .evaluation import EvalOptions, render_markdown, run_eval
     from .model.generator import GenerationParams
 
+    verify = _options(args)
     generator = None
     if not args.candidates:
         from .model.registry import load
@@ -435,7 +722,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         rounds=args.rounds,
         resume=args.resume,
         launch_bound_ms=args.launch_bound_ms,
-        verify=_options(args),
+        verify=verify,
         params=GenerationParams(max_tokens=args.max_tokens),
     )
     summary = run_eval(args.tasks, eo, generator, on_progress=_progress(args.quiet))
@@ -554,7 +841,7 @@ def cmd_adapters(args: argparse.Namespace) -> int:
     elif args.what == "export":
         from .model.gguf_lora import export_adapter
 
-        out = export_adapter(args.name, args.output, args.base, _model_options(args))
+        out = export_adapter(args.name, args.output or "", args.base or "", _model_options(args))
         print(f"wrote {out} (llama.cpp: --lora {out})")
     elif args.what == "use":
         use_adapter(args.name)
@@ -565,10 +852,34 @@ def cmd_adapters(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
+class _Usage(SystemExit):
+    """argparse's refusal: exit status 2, with the one-line message kept for --json."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(EXIT_USAGE)
+        self.message = message
+
+
+def _one_line(text: object) -> str:
+    return re.sub(r"\s*[\r\n]+\s*", " ", str(text)).strip()
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose error line always ends by saying what to do."""
+
+    def error(self, message: str):  # type: ignore[override]
+        message = _one_line(message)
+        if not message.endswith("."):  # argparse's own wording: point at the help
+            message += f"; see `{self.prog} --help`."
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr, flush=True)
+        raise _Usage(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="autotriton", description="Verified Triton kernels from PyTorch modules."
-    )
+    """The `autotriton` parser; every value-taking argument has a type that checks it."""
+    T = _types()
+    parser = _Parser(prog="autotriton", description="Verified Triton kernels from PyTorch modules.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     v = sub.add_parser(
@@ -577,43 +888,53 @@ def build_parser() -> argparse.ArgumentParser:
         description="Exit status: 0 pass, 1 fail, 2 usage or input error, 3 conditional "
         "(right on the task's own inputs, wrong on inputs the judge made).",
     )
-    v.add_argument("reference", help="REF.py: Model, get_inputs(), get_init_inputs()")
-    v.add_argument("candidate", help="CAND.py: ModelNew with the same signature")
+    v.add_argument(
+        "reference", type=source_file, help="REF.py: Model, get_inputs(), get_init_inputs()"
+    )
+    v.add_argument("candidate", type=source_file, help="CAND.py: ModelNew with the same signature")
     v.add_argument("--json", action="store_true", help="print the report as one JSON object")
     _add_verify_flags(v)
     v.set_defaults(func=cmd_verify)
 
     g = sub.add_parser("generate", help="sample Triton rewrites of a task with the local model")
-    g.add_argument("reference", help="REF.py in the KernelBench format")
+    g.add_argument("reference", type=source_file, help="REF.py in the KernelBench format")
     g.add_argument(
         "--model",
+        type=T["name"],
         help="autotriton (default), tiny, tiny-hf, a .gguf file, an HF folder, or openai:NAME",
     )
-    g.add_argument("-n", type=samples, default=4, help="number of samples (default 4)")
-    g.add_argument("--max-tokens", type=int, default=8192, help="per sample (default 8192)")
-    g.add_argument("--temperature", type=float, default=0.6)
-    g.add_argument("--top-p", type=float, default=0.95)
-    g.add_argument("--seed", type=int)
+    g.add_argument("-n", type=T["samples"], default=4, help="number of samples (default 4)")
+    g.add_argument("--max-tokens", type=T["tokens"], default=8192, help="per sample (default 8192)")
+    g.add_argument("--temperature", type=T["temperature"], default=0.6)
+    g.add_argument("--top-p", type=T["top_p"], default=0.95)
+    g.add_argument("--seed", type=T["seed"])
     g.add_argument(
-        "-o", "--output", help="folder for completions and candidates (default autotriton-out/TASK)"
+        "-o",
+        "--output",
+        type=output_dir,
+        help="folder for completions and candidates (default autotriton-out/TASK)",
     )
     g.add_argument("--json", action="store_true")
     g.add_argument("-q", "--quiet", action="store_true")
-    g.set_defaults(func=cmd_generate)
+    g.set_defaults(func=cmd_generate, precheck=_check_generate)
 
     t = sub.add_parser("tritonize", help="generate, verify and rank Triton rewrites of a task")
-    t.add_argument("reference", help="REF.py in the KernelBench format")
-    t.add_argument("--model")
-    t.add_argument("-n", type=samples, default=4, help="samples (default 4)")
+    t.add_argument("reference", type=source_file, help="REF.py in the KernelBench format")
+    t.add_argument("--model", type=T["name"])
+    t.add_argument("-n", type=T["samples"], default=4, help="samples (default 4)")
     t.add_argument(
-        "--rounds", type=int, default=0, help="repair rounds after the first (default 0)"
+        "--rounds", type=T["rounds"], default=0, help="repair rounds after the first (default 0)"
     )
-    t.add_argument("--max-tokens", type=int, default=8192)
-    t.add_argument("--temperature", type=float, default=0.6)
-    t.add_argument("--top-p", type=float, default=0.95)
-    t.add_argument("--seed", type=int)
-    t.add_argument("-o", "--output", help="write the best passing candidate here")
-    t.add_argument("--library", help="kernel library file (default: the user data directory)")
+    t.add_argument("--max-tokens", type=T["tokens"], default=8192)
+    t.add_argument("--temperature", type=T["temperature"], default=0.6)
+    t.add_argument("--top-p", type=T["top_p"], default=0.95)
+    t.add_argument("--seed", type=T["seed"])
+    t.add_argument("-o", "--output", type=output_file, help="write the best passing candidate here")
+    t.add_argument(
+        "--library",
+        type=output_file,
+        help="kernel library file (default: the user data directory)",
+    )
     t.add_argument("--json", action="store_true")
     _add_verify_flags(t, seed=False)
     t.set_defaults(func=cmd_tritonize)
@@ -621,25 +942,32 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser(
         "eval", help="measure a model, or a folder of candidates, on a folder of tasks"
     )
-    e.add_argument("tasks", help="folder of KernelBench-format task files")
-    e.add_argument("--candidates", help="score these files instead of generating: DIR/<task>/*.py")
-    e.add_argument("--model")
-    e.add_argument("-n", type=samples, default=4, help="samples per task (default 4)")
-    e.add_argument("--rounds", type=int, default=0)
-    e.add_argument("--max-tokens", type=int, default=8192)
+    e.add_argument("tasks", type=existing_dir, help="folder of KernelBench-format task files")
     e.add_argument(
-        "--out", default="autotriton-eval", help="results folder (default autotriton-eval)"
+        "--candidates",
+        type=existing_dir,
+        help="score these files instead of generating: DIR/<task>/*.py",
+    )
+    e.add_argument("--model", type=T["name"])
+    e.add_argument("-n", type=T["samples"], default=4, help="samples per task (default 4)")
+    e.add_argument("--rounds", type=T["rounds"], default=0)
+    e.add_argument("--max-tokens", type=T["tokens"], default=8192)
+    e.add_argument(
+        "--out",
+        type=output_dir,
+        default="autotriton-eval",
+        help="results folder (default autotriton-eval)",
     )
     e.add_argument("--resume", action="store_true", help="continue a run in --out")
     e.add_argument(
         "--launch-bound-ms",
-        type=float,
+        type=T["ms"],
         default=0.1,
         help="mark timings under this many ms per call as launch-bound (default 0.1)",
     )
     e.add_argument("--json", action="store_true")
     _add_verify_flags(e)
-    e.set_defaults(func=cmd_eval)
+    e.set_defaults(func=cmd_eval, precheck=_check_eval)
 
     k = sub.add_parser("kernels", help="the library of accepted kernels")
     ksub = k.add_subparsers(dest="what", required=True)
@@ -650,36 +978,63 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         kp = ksub.add_parser(what, help=helptext)
         if what == "show":
-            kp.add_argument("name")
+            kp.add_argument("name", type=T["name"])
         if what == "export":
             kp.add_argument("--jsonl", action="store_true", help="the format (the only one)")
-        kp.add_argument("--library")
+        kp.add_argument("--library", type=existing_file)
         kp.set_defaults(func=cmd_kernels)
+    kc = ksub.add_parser("check", help="SQLite's integrity check of the library")
+    kc.add_argument("--library", type=existing_file)
+    kc.set_defaults(func=cmd_kernels_check)
+    kr = ksub.add_parser(
+        "recover", help="copy what is readable of a damaged library into a new file"
+    )
+    kr.add_argument("--library", type=existing_file)
+    kr.add_argument(
+        "--out", type=output_file, help="the new library (default LIBRARY.recovered.sqlite)"
+    )
+    kr.set_defaults(func=cmd_kernels_recover)
 
     f = sub.add_parser("finetune", help="train a LoRA adapter on your accepted kernels")
-    f.add_argument("--base", default="tiny-hf", help="a transformers model (default tiny-hf)")
-    f.add_argument("--name", default="personal", help="adapter name (default personal)")
-    f.add_argument("--rank", type=int)
-    f.add_argument("--alpha", type=int)
-    f.add_argument("--epochs", type=int)
-    f.add_argument("--lr", type=float)
+    f.add_argument(
+        "--base", type=T["name"], default="tiny-hf", help="a transformers model (default tiny-hf)"
+    )
+    f.add_argument(
+        "--name", type=T["adapter"], default="personal", help="adapter name (default personal)"
+    )
+    f.add_argument("--rank", type=_setting("finetune", "rank"))
+    f.add_argument("--alpha", type=_setting("finetune", "alpha"))
+    f.add_argument("--epochs", type=_setting("finetune", "epochs"))
+    f.add_argument("--lr", type=_setting("finetune", "lr"))
     f.add_argument(
         "--method",
         choices=["sft", "grpo"],
         help="sft (default): learn the accepted answers; grpo: reinforcement learning on "
         "the accepted tasks with the verifier as the reward (needs trl)",
     )
-    f.add_argument("--generations", type=int, help="grpo: answers per task and step (default 4)")
-    f.add_argument("--steps", type=int, help="grpo: training steps (default epochs x tasks)")
-    f.add_argument("--max-completion-tokens", type=int, help="grpo: answer length (default 4096)")
+    f.add_argument(
+        "--generations",
+        type=_setting("finetune", "generations"),
+        help="grpo: answers per task and step (default 4)",
+    )
+    f.add_argument(
+        "--steps",
+        type=_setting("finetune", "steps"),
+        help="grpo: training steps (default epochs x tasks)",
+    )
+    f.add_argument(
+        "--max-completion-tokens",
+        type=_setting("finetune", "max_completion_tokens"),
+        help="grpo: answer length (default 4096)",
+    )
     f.add_argument("--resume", action="store_true", help="continue an interrupted run")
     f.add_argument(
         "--max-tokens",
-        type=int,
+        type=T["tokens"],
         default=8192,
         help="per answer when comparing before/after on held-out tasks",
     )
-    f.add_argument("--library")
+    f.add_argument("--library", type=existing_file)
     f.add_argument("-q", "--quiet", action="store_true")
     f.set_defaults(func=cmd_finetune, model=None)
 
@@ -688,12 +1043,14 @@ def build_parser() -> argparse.ArgumentParser:
     asub.add_parser("list").set_defaults(func=cmd_adapters)
     for what in ("use", "remove"):
         ap = asub.add_parser(what)
-        ap.add_argument("name")
+        ap.add_argument("name", type=T["adapter"])
         ap.set_defaults(func=cmd_adapters)
     ae = asub.add_parser("export", help="write an adapter as a llama.cpp LoRA GGUF file")
-    ae.add_argument("name")
-    ae.add_argument("-o", "--output", default="", help="default: adapter.gguf in its folder")
-    ae.add_argument("--base", default="", help="base .gguf or model folder (default: its base)")
+    ae.add_argument("name", type=T["adapter"])
+    ae.add_argument("-o", "--output", type=output_file, help="default: adapter.gguf in its folder")
+    ae.add_argument(
+        "--base", type=existing_path, help="base .gguf or model folder (default: its base)"
+    )
     ae.set_defaults(func=cmd_adapters, model=None)
 
     m = sub.add_parser("model", help="the models available here")
@@ -702,15 +1059,17 @@ def build_parser() -> argparse.ArgumentParser:
     ml.add_argument("--json", action="store_true")
     ml.set_defaults(func=cmd_model_list, model=None)
     mp = msub.add_parser("pull", help="download a model's weights (needs network)")
-    mp.add_argument("name", nargs="?", default="autotriton")
+    mp.add_argument("name", nargs="?", type=T["name"], default="autotriton")
     mp.add_argument("-q", "--quiet", action="store_true")
     mp.set_defaults(func=cmd_model_pull)
 
     b = sub.add_parser("bench", help="benchmarks of this tool itself")
     bsub = b.add_subparsers(dest="what", required=True)
     bv = bsub.add_parser("verify", help="fixed cost per candidate and wall time for N candidates")
-    bv.add_argument("reference")
-    bv.add_argument("candidates", nargs="+", help="candidate files (repeat one to get N)")
+    bv.add_argument("reference", type=source_file)
+    bv.add_argument(
+        "candidates", nargs="+", type=source_file, help="candidate files (repeat one to get N)"
+    )
     bv.add_argument("--json", action="store_true")
     _add_verify_flags(bv)
     bv.set_defaults(func=cmd_bench_verify)
@@ -720,14 +1079,14 @@ def build_parser() -> argparse.ArgumentParser:
         "weights of AutoTriton's shape by default)",
     )
     bg.add_argument("--shape", choices=["autotriton", "tiny"], default="autotriton")
-    bg.add_argument("--batches", default="1,8")
-    bg.add_argument("--prompt-tokens", type=int, default=512)
-    bg.add_argument("--new-tokens", type=int, default=256)
+    bg.add_argument("--batches", type=T["batches"], default="1,8")
+    bg.add_argument("--prompt-tokens", type=T["tokens"], default=512)
+    bg.add_argument("--new-tokens", type=T["tokens"], default=256)
     bg.add_argument("--no-static-cache", action="store_true")
     bg.add_argument(
-        "--temperature", type=float, default=0.0, help="0 (default): greedy; >0 samples"
+        "--temperature", type=T["temperature"], default=0.0, help="0 (default): greedy; >0 samples"
     )
-    bg.add_argument("--top-p", type=float, default=0.95)
+    bg.add_argument("--top-p", type=T["top_p"], default=0.95)
     bg.add_argument(
         "--profile", action="store_true", help="add the GPU kernels of 16 decode steps (CUDA)"
     )
@@ -739,7 +1098,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bg.add_argument(
         "--budget-tokens",
-        type=int,
+        type=T["tokens"],
         help="size the KV cache for this many new tokens (as a real 8k-token answer "
         "does) while timing only --new-tokens",
     )
@@ -751,9 +1110,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="LoRA training tokens/s and peak memory (random weights of AutoTriton's shape)",
     )
     bf.add_argument("--shape", choices=["autotriton", "tiny"], default="autotriton")
-    bf.add_argument("--examples", type=int, default=8)
-    bf.add_argument("--seq-tokens", type=int, default=2048)
-    bf.add_argument("--rank", type=int, default=16)
+    bf.add_argument("--examples", type=T["count"], default=8)
+    bf.add_argument("--seq-tokens", type=T["tokens"], default=2048)
+    bf.add_argument("--rank", type=_setting("finetune", "rank"), default=16)
     bf.add_argument("--json", action="store_true")
     bf.add_argument("-q", "--quiet", action="store_true")
     bf.set_defaults(func=cmd_bench_finetune)
@@ -762,12 +1121,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds from a cell run to its result view, generation excluded "
         "(known candidates replayed from a folder)",
     )
-    bp.add_argument("reference")
-    bp.add_argument("candidates", help="folder of candidate files (replayed as the model)")
-    bp.add_argument("-n", type=samples, default=4)
-    bp.add_argument("--repeats", type=int, default=2)
+    bp.add_argument("reference", type=source_file)
+    bp.add_argument(
+        "candidates", type=existing_dir, help="folder of candidate files (replayed as the model)"
+    )
+    bp.add_argument("-n", type=T["samples"], default=4)
+    bp.add_argument("--repeats", type=T["count"], default=2)
     bp.add_argument(
         "--then",
+        type=_then,
         action="append",
         metavar="REF.py:DIR",
         help="after the repeats, a cell for another task in the same session (repeatable)",
@@ -790,23 +1152,38 @@ def threading_main() -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of `autotriton`; returns the exit status."""
+    """Entry point of `autotriton`; returns the exit status.
+
+    Arguments (by their types), the config file and the environment (config.check) and
+    anything that needs several arguments at once (the command's precheck) are all
+    checked before the command does any work: a bad one is exit 2 and one line.
+    """
     from .config import ConfigError
+    from .config import check as check_config
     from .model.generator import GenerationError
     from .store import StoreError
     from .task import TaskError
 
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help (0), or a usage error already said on stderr (2)
+        if isinstance(e, _Usage) and "--json" in argv:
+            print(json.dumps({"verdict": "error", "error": e.message, "exit": EXIT_USAGE}))
+        return e.code if isinstance(e.code, int) else EXIT_USAGE if e.code else EXIT_PASS
     import signal
 
     if threading_main():
         signal.signal(signal.SIGTERM, _terminate)
     try:
+        check_config()
+        if getattr(args, "precheck", None):
+            args.precheck(args)
         return args.func(args)
     except BrokenPipeError:  # output piped into `head` and the like: nothing left to say
         return 141
     except (TaskError, ConfigError, GenerationError, StoreError) as e:
-        print(f"autotriton: {e}", file=sys.stderr)
+        print(f"autotriton: {_one_line(e)}", file=sys.stderr)
         if getattr(args, "json", False):  # a tool reading stdout still gets one JSON object
             print(json.dumps({"verdict": "error", "error": str(e), "exit": EXIT_USAGE}))
         return EXIT_USAGE

@@ -96,6 +96,7 @@ def run_eval(
     emit = on_progress or (lambda _m: None)
     if generator is None and not options.candidates_dir:
         raise TaskError("Give a model (--model) or a folder of candidates (--candidates DIR).")
+    files = task_files(tasks_dir)  # a bad task folder is said before anything is made
     out = Path(options.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results = out / "results.jsonl"
@@ -105,7 +106,6 @@ def run_eval(
             "choose another --out."
         )
     records, done = _done(results)
-    files = task_files(tasks_dir)
     t0 = time.monotonic()
     skipped = 0
     lock = threading.Lock()

@@ -178,6 +178,20 @@ def signature(tree: ast.Module, cls_name: str, method: str) -> list[str] | None:
     return None
 
 
+def arity(tree: ast.Module, cls_name: str, method: str) -> tuple[int, int] | None:
+    """How many positional arguments cls.method needs and takes at most (without self);
+    None when unknown or *args."""
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == cls_name:
+            for fn in node.body:
+                if isinstance(fn, ast.FunctionDef) and fn.name == method:
+                    if fn.args.vararg is not None:
+                        return None
+                    most = len(fn.args.posonlyargs + fn.args.args) - 1
+                    return most - len(fn.args.defaults), most
+    return None
+
+
 def _parses(source: str) -> bool:
     try:
         parse_source(source)

@@ -106,3 +106,24 @@ def test_large_tasks_are_judged_in_parts_with_the_same_verdict(corpus, monkeypat
         assert len(runs) == parts.correctness["input_sets"] + 3
     else:  # wrong on the first set the task draws: the rest, late calls included, skipped
         assert len(runs) == 1 and any("skipped" in n for n in parts.notes)
+
+
+def test_a_reference_that_hangs_on_import_is_said_to_be_still_running(tmp_path):
+    """The user hears within seconds that the reference is still importing, and how to
+    change the limit, not only when the limit is reached."""
+    from autotriton_jupyter.task import Task, TaskError
+    from autotriton_jupyter.verify import Verifier, VerifyOptions
+
+    task = tmp_path / "hang.py"
+    task.write_text(
+        "import torch\nimport torch.nn as nn\nwhile True:\n    pass\n"
+        "class Model(nn.Module):\n    def forward(self, x):\n        return x\n"
+        "def get_inputs():\n    return [torch.randn(4)]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    events: list[str] = []
+    with Verifier(VerifyOptions(device="cpu", timing=False, timeout=14), on_event=events.append) as v:
+        with pytest.raises(TaskError, match="did not finish within 14 s"):
+            v.prepare(Task.from_file(task))
+    still = [e for e in events if "still running after 10 s" in e]
+    assert still and "--timeout" in still[0] and "[verify]" in still[0], events

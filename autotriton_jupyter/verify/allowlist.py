@@ -59,7 +59,8 @@ _TORCH_DENIED_EXTRA = frozenset({"fork", "wait", "jit", "classes", "ops", "libra
 # Modules (and names inside them) a candidate may use, beyond torch's own public names.
 _EXTRA = {
     "torch": "nn cuda version autograd amp backends Tensor Size dtype device finfo iinfo __version__ "
-    "float32 float16 bfloat16 float64 int8 int16 int32 int64 uint8 bool",
+    "float32 float16 bfloat16 float64 int8 int16 int32 int64 uint8 bool "
+    "channels_last channels_last_3d contiguous_format preserve_format strided",
     "torch.nn": "functional init Module Parameter ModuleList ModuleDict Sequential Identity",
     "torch.cuda": "is_available current_device device device_count get_device_properties "
     "get_device_capability get_device_name is_initialized synchronize current_stream amp",
@@ -89,7 +90,7 @@ _EXTRA = {
     "dataclasses": "dataclass field replace fields",
     "enum": "Enum IntEnum auto",
     "collections": "namedtuple OrderedDict defaultdict deque Counter",
-    "logging": "getLogger Logger DEBUG INFO WARNING ERROR CRITICAL",
+    "logging": "getLogger Logger NullHandler DEBUG INFO WARNING ERROR CRITICAL",
     "contextlib": "contextmanager nullcontext AbstractContextManager",
     "warnings": "warn",
     "abc": "ABC abstractmethod",
@@ -277,7 +278,8 @@ VALUE_ATTRS = frozenset(
     round triu tril norm var std prod flip roll erf reciprocal square fmod remainder
     append extend insert pop remove index count copy keys values items get setdefault update
     join strip lstrip rstrip startswith endswith lower upper replace format isdigit partition
-    debug info warning warn error critical exception setLevel isEnabledFor
+    debug info warning warn error critical exception setLevel isEnabledFor addHandler
+    data uniform_ normal_ get_device type_as tiny bits resolution smallest_normal
     kwargs num_warps num_stages num_ctas maxnreg all_kwargs best_config
     n_regs n_spills metadata shared name major minor total_memory multi_processor_count
     L2_cache_size warp_size regs_per_multiprocessor max_threads_per_multi_processor
@@ -306,6 +308,7 @@ NEVER_ATTRS = frozenset(
     co_code co_consts co_names co_varnames func_globals func_code
     _do_bench do_bench pre_hook post_hook early_config_prune perf_model pre_run_hooks
     add_pre_run_hook launch_enter_hook launch_exit_hook knobs
+    apply_ map_ map2_ findCaller manager loggerDict makeRecord callHandlers currentframe
     """.split()
 )
 
@@ -320,7 +323,7 @@ BUILTINS = frozenset(
     hash object NotImplemented Ellipsis None True False
     Exception ValueError TypeError RuntimeError NotImplementedError AssertionError KeyError
     IndexError ArithmeticError ZeroDivisionError OverflowError AttributeError ImportError
-    ModuleNotFoundError
+    ModuleNotFoundError Warning UserWarning RuntimeWarning DeprecationWarning
     """.split()
 )
 

@@ -181,9 +181,9 @@ class OpAudit(TorchDispatchMode):
     """Records the ATen ops forward runs (all of them but Triton's own autotune benchmarking).
 
     It also keeps a copy of what each PyTorch copy op wrote from data the candidate's
-    kernels did not produce (storages no launch touched, or forward's own inputs and
-    parameters): an output still equal to such a copy was made by PyTorch, however its
-    kernels were launched around it.
+    kernels did not produce (storages no launch touched, forward's own inputs and
+    parameters, or an earlier such copy no kernel changed): an output still equal to such
+    a copy was made by PyTorch, however its kernels were launched around it.
     """
 
     def __init__(
@@ -217,14 +217,23 @@ class OpAudit(TorchDispatchMode):
         if self.launches.depth == 0 and name in _COPY_OPS:
             sources = args[1:2] if name == "copy_" else args[:1]
             dest = args[0] if name == "copy_" else out
-            made = self.launches.touched - self.given  # what the candidate's kernels may have written
             if (
                 isinstance(dest, torch.Tensor)
                 and all(isinstance(a, torch.Tensor) for a in sources)
-                and not any(a.untyped_storage().data_ptr() in made for a in sources)
+                and all(self._pytorch_data(a) for a in sources)
             ):
                 self.copies[dest.untyped_storage().data_ptr()] = _storage_bytes(dest).clone()
         return out
+
+    def _pytorch_data(self, t: torch.Tensor) -> bool:
+        """Whether t holds data no kernel of the candidate made: forward's inputs and
+        parameters, storages no launch touched, or a PyTorch copy of such data that no
+        kernel changed since (a kernel that only read the copy did not make it)."""
+        ptr = t.untyped_storage().data_ptr()
+        if ptr in self.given or ptr not in self.launches.touched:
+            return True
+        snap = self.copies.get(ptr)
+        return snap is not None and torch.equal(_storage_bytes(t), snap)
 
     def copied_outputs(self, outputs: list[torch.Tensor]) -> int:
         """How many outputs are, byte for byte, what a PyTorch copy of untouched data wrote."""
@@ -277,6 +286,7 @@ def _watched() -> dict[str, Any]:
         **own_classes,
         "torch": torch,
         "torch.Tensor": torch.Tensor,
+        "torch._C.TensorBase": torch._C.TensorBase,
         "torch.nn.Module": torch.nn.Module,
         "torch.nn.functional": torch.nn.functional,
         "torch.cuda": torch.cuda,
@@ -325,9 +335,36 @@ def identity_snapshot() -> dict[str, int]:
 
 
 def changed_identities(before: dict[str, int]) -> list[str]:
-    """Names from `before` that now point at a different object or are gone."""
+    """Names from `before` that now point at a different object or are gone, and callables
+    added to a watched namespace (a method shadowing an inherited one)."""
     after = identity_snapshot()
-    return sorted(k for k, v in before.items() if after.get(k) != v)
+    changed = {k for k, v in before.items() if after.get(k) != v}
+    # New names count on watched classes only (a module gains names as its submodules load).
+    classes = tuple(f"{label}." for label, obj in _watched().items() if isinstance(obj, type))
+    return sorted(changed | {k for k in after.keys() - before.keys() if k.startswith(classes)})
+
+
+_vars = vars  # bound before any candidate code runs
+
+
+def scrub_tensors(*trees: Any) -> list[str]:
+    """Attributes a candidate set on the tensors of `trees` (inputs, outputs), removed.
+
+    The judge calls tensor methods on inputs and outputs after forward (copies, checks,
+    serialising): an instance attribute named like one of them (`out.detach = f`) would
+    run the candidate's code there, outside the audit. None may stay."""
+    found: list[str] = []
+    todo = list(trees)
+    while todo:
+        x = todo.pop()
+        if isinstance(x, torch.Tensor):
+            d = _vars(x)
+            if d:
+                found.extend(sorted(d))
+                d.clear()
+        elif type(x) in (list, tuple):
+            todo.extend(x)
+    return found
 
 
 def native_thread_count() -> int:

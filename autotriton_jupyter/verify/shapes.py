@@ -33,7 +33,13 @@ def parse_shapes(specs: Iterable[str]) -> list[list[Shape]]:
                 if w == "()":
                     shapes.append(())
                 elif _DIMS.match(w):
-                    shapes.append(tuple(int(d) for d in w.split("x")))
+                    dims = tuple(int(d) for d in w.split("x"))
+                    if 0 in dims:
+                        raise ShapeError(
+                            f"--shapes: {w!r} has a dimension of size 0, which leaves nothing "
+                            "to compare; give every dimension a size of at least 1."
+                        )
+                    shapes.append(dims)
                 else:
                     raise ShapeError(
                         f"--shapes: {w!r} is not a shape; write each input's shape as "

@@ -42,6 +42,8 @@ _BUILTIN_WHY = {
     "memoryview": "reads raw memory",
 }
 _PRIVATE_OK = {"__init__", "__version__"}
+# NamedTuple's public API, which is spelled with a leading underscore.
+_NAMEDTUPLE = frozenset({"_replace", "_asdict", "_fields", "_make", "_field_defaults"})
 _SIDE_STREAM = {"Stream", "stream", "set_stream", "ExternalStream", "StreamContext"}
 _NAME_OK_IN = {"logging.getLogger"}  # where __name__ may appear (a logger's name)
 
@@ -158,18 +160,43 @@ class _Paths:
         return None
 
 
+# Dunder names a class body or the module may bind by assignment: plain data.
+_DUNDER_VALUES = frozenset({"__all__", "__slots__", "__doc__", "__version__", "__constants__"})
+
 # nn.Module methods that give a module an attribute named by a string.
 _REGISTERS = frozenset({"register_buffer", "register_parameter", "register_module", "add_module"})
 _OWN_OBJECTS = ("self", "cls", "ctx")  # a method's own object, and autograd's context
 
 
+# Leaf names of torch's and triton's modules that reach their machinery.
+_MACHINERY = frozenset(
+    """
+    jit runtime compiler driver backends library ops utils fx multiprocessing distributed
+    hub package overrides testing interpreter autotuner knobs
+    """.split()
+)
+
+
 @functools.lru_cache(maxsize=1)
 def _module_names() -> frozenset[str]:
-    """Every name a loaded module goes by (os, sys, importlib, jit ...): as a candidate's
-    own attribute on another value it could name a module that value holds."""
+    """Names that, as a candidate's own attribute on another value, could name a module that
+    value holds: the standard library's modules, every loaded package's top-level name,
+    and torch's and triton's machinery. Fixed, not every name of every loaded module, so
+    that the lint says the same in a notebook as on the command line, and a field named
+    `activation` or `config` stays the candidate's."""
     import sys
 
-    return frozenset(p for m in list(sys.modules) for p in m.split("."))
+    roots = {m.split(".")[0] for m in list(sys.modules)}
+    return frozenset(sys.stdlib_module_names) | roots | _MACHINERY
+
+
+@functools.lru_cache(maxsize=1)
+def _tensor_names() -> frozenset[str]:
+    """Every attribute a tensor has: as a candidate's own attribute on another value, such a
+    name would reach the tensor's own method (map2_, apply_ ...), not the candidate's."""
+    import torch
+
+    return frozenset(dir(torch.Tensor))
 
 
 def _on_own_object(node: ast.expr) -> bool:
@@ -194,13 +221,19 @@ def _value_attr_problem(name: str, scope: _Scope, own: bool = False) -> tuple[st
         return None
     if name in scope.attrs:
         if own or not (
-            name.startswith("_") or name in allow.judge_names() or name in _module_names()
+            name.startswith("_")
+            or name in allow.judge_names()
+            or name in _module_names()
+            or name in _tensor_names()
         ):
             return None
         return "not_allowed", (
-            f"uses .{name} on something other than self: the candidate defines .{name}, "
-            "but only on its own objects may it use a private name or one of the judge's"
+            f"uses .{name} on something other than self, cls or ctx: the candidate defines "
+            f".{name}, but .{name} is also private, a name of the judge's, of a module or of "
+            "a tensor's attribute, which a candidate may use as its own only on self, cls or ctx"
         )
+    if name in _NAMEDTUPLE:
+        return None
     if name.startswith("_"):
         return "private_api", f"uses the private attribute .{name}"
     return "not_allowed", (
@@ -322,6 +355,7 @@ class _Linter(ast.NodeVisitor):
         self.problems: list[Problem] = []
         self.notes: list[str] = []
         self.function_depth = 0
+        self.top_level: set[int] = set()  # ids of the module's own statements
         self.in_kernel = False
         self.seen: set[tuple[int, str]] = set()
 
@@ -335,6 +369,7 @@ class _Linter(ast.NodeVisitor):
     # imports -----------------------------------------------------------------------
     def visit_Import(self, node: ast.Import) -> None:
         for a in node.names:
+            self.visit_alias(a)
             if a.name not in allow.IMPORTABLE:
                 self.fail(
                     "forbidden_import", node,
@@ -343,6 +378,8 @@ class _Linter(ast.NodeVisitor):
                 )
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        for a in node.names:
+            self.visit_alias(a)
         if node.level or not node.module:
             self.fail("forbidden_import", node, "relative imports cannot be checked; import by full name")
             return
@@ -430,8 +467,9 @@ class _Linter(ast.NodeVisitor):
                     continue
                 self.fail(
                     "launch_hook", sub,
-                    f"a lambda calls {ast.unparse(sub.func)}(); lambdas (grids, heuristics) "
-                    "may only do arithmetic on sizes and launch parameters",
+                    f"a lambda calls {ast.unparse(sub.func)}(); a lambda may only do arithmetic "
+                    "on sizes and launch parameters (grids and heuristics run inside launches, "
+                    "and the lint cannot tell where a lambda goes); write a def instead",
                 )
             elif isinstance(sub, ast.Lambda | ast.NamedExpr | ast.Yield | ast.Await):
                 self.fail("launch_hook", sub, "a lambda may only do arithmetic on sizes and launch parameters")
@@ -450,7 +488,13 @@ class _Linter(ast.NodeVisitor):
 
     def visit_Try(self, node: ast.Try) -> None:
         only_imports = all(isinstance(s, ast.Import | ast.ImportFrom) for s in node.body)
-        if self.function_depth or not only_imports:
+        # try/finally with no except hides nothing, unless its finally leaves the block.
+        cleanup = not node.handlers and not node.orelse and not any(
+            isinstance(sub, ast.Return | ast.Break | ast.Continue)
+            for st in node.finalbody
+            for sub in ast.walk(st)
+        )
+        if not cleanup and (self.function_depth or not only_imports):
             self.fail(
                 "try_except", node,
                 "try/except can hide a fallback to PyTorch when the kernel fails; remove it "
@@ -467,9 +511,49 @@ class _Linter(ast.NodeVisitor):
         )
 
     # names and attributes ----------------------------------------------------------------
+    def _dunder_bound(self, name: str, node: ast.AST) -> None:
+        """Binding a dunder name (`__exit__ = f` in a class, `for __del__ in ...`, `import x
+        as __getattr__`) hooks into Python as a def would, without the def's checks."""
+        if name.startswith("__") and name.endswith("__") and name not in _DUNDER_VALUES:
+            self.fail(
+                "introspection", node,
+                f"binds {name}; a candidate may define only the dunder methods it is allowed, "
+                "with def",
+            )
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.name:
+            self._dunder_bound(node.name, node)
+        self.generic_visit(node)
+
+    def visit_alias(self, node: ast.alias) -> None:
+        if node.asname:
+            self._dunder_bound(node.asname, node)
+
+    def visit_If(self, node: ast.If) -> None:
+        """`if __name__ == "__main__":` at the top level never runs in the judge (no name can
+        be bound to __name__): its body, a self-test or benchmark, is not linted."""
+        t = node.test
+        if (
+            self.function_depth == 0
+            and isinstance(t, ast.Compare)
+            and isinstance(t.left, ast.Name)
+            and t.left.id == "__name__"
+            and len(t.ops) == 1
+            and isinstance(t.ops[0], ast.Eq)
+            and isinstance(t.comparators[0], ast.Constant)
+            and t.comparators[0].value == "__main__"
+            and id(node) in self.top_level
+        ):
+            for stmt in node.orelse:
+                self.visit(stmt)
+            return
+        self.generic_visit(node)
+
     def visit_Name(self, node: ast.Name) -> None:
         name = node.id
         if not isinstance(node.ctx, ast.Load):
+            self._dunder_bound(name, node)
             return
         if name == "__name__":
             if not self._name_allowed_here(node):
@@ -668,9 +752,25 @@ class _Linter(ast.NodeVisitor):
                     "monkeypatch", node,
                     f"assigns into {base[0]}; a candidate may not change torch, triton or any other module",
                 )
+            elif isinstance(t, ast.Attribute) and not self._own_root(t.value):
+                self.fail(
+                    "monkeypatch", node,
+                    f"sets .{t.attr} on {ast.unparse(t.value)}; a candidate may set attributes "
+                    "only on its own objects (self, cls, ctx, its own classes): an attribute "
+                    "on a tensor or a class it did not make can stand in for a method the "
+                    "judge calls",
+                )
         elif isinstance(t, ast.Tuple | ast.List | ast.Starred):
             for e in t.elts if not isinstance(t, ast.Starred) else [t.value]:
                 self._target(e, node)
+
+    def _own_root(self, value: ast.expr) -> bool:
+        """Whether an attribute chain starts at self/cls/ctx or one of the candidate's classes."""
+        while isinstance(value, ast.Attribute):
+            value = value.value
+        return isinstance(value, ast.Name) and (
+            value.id in _OWN_OBJECTS or value.id in self.scope.classes
+        )
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for t in node.targets:
@@ -812,6 +912,7 @@ def lint(source: str, filename: str = "<candidate>") -> LintResult:
     _module_aliases(tree, scope, paths)
     _kernels(tree, scope, paths)
     linter = _Linter(scope, paths)
+    linter.top_level = {id(n) for n in tree.body}
     linter.visit(tree)
     _bindings(tree, linter)
     _format_strings(tree, linter)

@@ -10,6 +10,7 @@ A few calls chosen at random have their outputs kept for the judge to re-check.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import statistics
 import time
@@ -21,15 +22,20 @@ import torch
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 
 
+# Methods looked up on the class, not on the tensor: an instance attribute a candidate set
+# on a tensor cannot stand in for them.
+_copy, _detach, _clone = torch.Tensor.copy_, torch.Tensor.detach, torch.Tensor.clone
+
+
 def _refill(buffers: Sequence[Any], values: Sequence[Any]) -> None:
     for b, v in zip(buffers, values):
         if isinstance(b, torch.Tensor):
-            b.copy_(v)
+            _copy(b, v)
 
 
 def _clone_outputs(out: Any) -> Any:
     if isinstance(out, torch.Tensor):
-        return out.detach().clone()
+        return _clone(_detach(out))
     if isinstance(out, tuple | list):
         return type(out)(_clone_outputs(o) for o in out)
     return out
@@ -48,11 +54,14 @@ def bench(
     audit: Callable[[], Any] | None = None,
     audited: int = 0,
     between: Callable[[], None] | None = None,
+    after: Callable[[Any, Any], None] | None = None,
 ) -> dict[str, Any]:
     """Time fn(*buffers) on CUDA; returns the median and quartiles in ms and the kept outputs.
 
     `audited` calls, at random places, run inside the `audit()` context and are left out
-    of the figures; `between()` runs after every call, outside the timed window.
+    of the figures; `between()` runs after every call, outside the timed window, and
+    `after(buffers, out)` before anything else touches the call's tensors. Audited and
+    other calls are made from the same line, so the call stack does not tell them apart.
     """
     rng = rng or random.Random()
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
@@ -65,13 +74,12 @@ def bench(
         torch.cuda.synchronize()
         w0 = time.perf_counter()
         start.record()
-        if audited_call and audit is not None:
-            with audit():
-                out = fn(*buffers)
-        else:
+        with audit() if audited_call and audit is not None else contextlib.nullcontext():
             out = fn(*buffers)
         end.record()
         torch.cuda.synchronize()
+        if after is not None:
+            after(buffers, out)
         wall = (time.perf_counter() - w0) * 1e3
         if between is not None:
             between()

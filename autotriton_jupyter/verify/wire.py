@@ -90,7 +90,7 @@ def encode_parts(value: Any) -> list[Any]:
                 return {"__float__": "inf" if v > 0 else "-inf"}
             return v
         if isinstance(v, torch.Tensor):
-            t = v.detach()
+            t = torch.Tensor.detach(v)  # the class's method: never an attribute set on v
             if t.device.type != "cpu":
                 t = t.cpu()
             order = _layout_order(t)

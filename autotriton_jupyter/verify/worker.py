@@ -103,6 +103,7 @@ class Worker:
         self.out_nbytes: list[int] = []
         self.probe: probes.LaunchProbe | None = None
         self.snapshot: dict[str, int] = {}
+        self.tensor_attrs: list[str] = []  # attributes a candidate set on tensors (removed)
         self.poison_turn = 0
         self.rng = random.Random(os.urandom(16))
 
@@ -165,6 +166,10 @@ class Worker:
           have been fitted to (a dropped clamp, a softmax without its max pass);
         - zeros: an eighth of every tensor's elements set to exactly zero (a dropped guard
           on a divisor);
+        - offset: every value shifted by 256 times the tensor's largest magnitude (a
+          one-pass variance, a sum that cancels);
+        - tiny: magnitudes 1024 times smaller, exactly (an epsilon bigger than the
+          reference's, a threshold fitted to the task's range);
         - boolean tensors: flipped at random (signed), all False (scaled) or all True
           (extreme) along whole rows, and both kinds of rows (zeros): a kernel that assumes
           every row has a True, or a False, shows itself;
@@ -187,6 +192,11 @@ class Worker:
                     x = x * 4.0 - x.mean() if x.numel() > 1 else x * 4.0
                 elif variant == "extreme":
                     x = (x * 64.0).clamp(torch.finfo(x.dtype).min, torch.finfo(x.dtype).max)
+                elif variant == "offset" and x.numel():
+                    shift = 256.0 * max(float(x.abs().max()), 1e-3)
+                    x = (x.double() + shift).clamp(max=torch.finfo(x.dtype).max).to(x.dtype)
+                elif variant == "tiny":
+                    x = x * 2.0**-10
             elif (
                 isinstance(x, torch.Tensor)
                 and variant == "signed"
@@ -380,12 +390,13 @@ class Worker:
         else:
             for b, v in zip(self.slots[slot], values):
                 if isinstance(b, torch.Tensor):
-                    b.copy_(v)
+                    torch.Tensor.copy_(b, v)
         return self.slots[slot]
 
     def _observe(self, inputs: list[Any]) -> tuple[dict, Any]:
         """One audited forward call: its output and everything the judge needs to know about it."""
         assert self.probe is not None
+        self._scrub(inputs, None)
         self._poison()
         before = [x.clone() if isinstance(x, torch.Tensor) else None for x in inputs]
         py_threads = threading.active_count()
@@ -408,6 +419,7 @@ class Worker:
         finally:
             self.probe.recording = False
         obs["seconds"] = time.perf_counter() - t0
+        set_attrs = self._scrub(inputs, out)
         obs["launches"] = dict(self.probe.own)
         obs["foreign_launches"] = dict(self.probe.foreign)
         obs["compute_ops"] = dict(audit.compute)
@@ -416,6 +428,12 @@ class Worker:
         obs["native_threads"] = probes.native_thread_count() - native
         obs["streams"] = sorted(s for s in self.probe.streams if s != stream)
         obs["output_problem"] = self._output_problem(out)
+        if set_attrs:
+            obs["output_problem"] = (
+                f"forward set attributes on tensors it was given or returned "
+                f"({', '.join('.' + a for a in set_attrs)}): the judge calls tensor methods "
+                "after forward, and a candidate may not stand in for them"
+            )
         if obs["output_problem"] is None and audit.copied_outputs(_tensors(out)):
             obs["output_problem"] = (
                 "an output is exactly what a PyTorch copy (clone, .to, .contiguous, copy_) "
@@ -442,6 +460,17 @@ class Worker:
             )
         ]
         return obs, (out if obs["output_problem"] is None else None)
+
+    def _scrub(self, inputs: Any, out: Any) -> list[str]:
+        """Attributes set on the call's tensors, removed and remembered as tampering."""
+        found = probes.scrub_tensors(inputs, out)
+        self.tensor_attrs.extend(a for a in found if a not in self.tensor_attrs)
+        return found
+
+    def _tampered(self) -> list[str]:
+        return probes.changed_identities(self.snapshot) + [
+            f"an attribute .{a} set on a tensor" for a in self.tensor_attrs
+        ]
 
     def _output_problem(self, out: Any) -> str | None:
         def leaf(x: Any) -> str | None:
@@ -494,7 +523,7 @@ class Worker:
                 )
                 break
             runs.append({"set": run["set"], "obs": _merge([*extra, obs]), "outputs": out})
-        return {"runs": runs, "tampered": probes.changed_identities(self.snapshot)}
+        return {"runs": runs, "tampered": self._tampered()}
 
     def op_time_candidate(self, msg: dict) -> dict:
         assert self.probe is not None
@@ -530,6 +559,7 @@ class Worker:
                     audit=audit,
                     audited=msg.get("audited", 3),
                     between=between,
+                    after=self._scrub,
                 )
         finally:
             probe.recording = False
@@ -552,7 +582,7 @@ class Worker:
             "timing": r,
             "kept": kept,
             "after": {"set": last, "obs": obs, "outputs": out},
-            "tampered": probes.changed_identities(self.snapshot),
+            "tampered": self._tampered(),
         }
 
 
