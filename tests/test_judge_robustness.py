@@ -127,3 +127,21 @@ def test_a_reference_that_hangs_on_import_is_said_to_be_still_running(tmp_path):
             v.prepare(Task.from_file(task))
     still = [e for e in events if "still running after 10 s" in e]
     assert still and "--timeout" in still[0] and "[verify]" in still[0], events
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "work_where_audit_is_off__input_method_via_self",
+        "work_where_audit_is_off__output_detach_via_self",
+        "work_where_audit_is_off__tensor_class_patch_via_self",
+    ],
+)
+def test_tensor_methods_a_candidate_sets_fail_at_run_time(setup, attack):
+    """The lint refuses these too; without it, the worker still removes attributes set on
+    tensors and sees methods of torch's classes replaced during forward."""
+    v, task, honest = setup
+    r = judge_without_lint(v, task, Candidate.from_file(Path(__file__).parent / "attacks" / f"{attack}.py"))
+    assert r.verdict == "fail"
+    assert {c.name for c in r.failed()} & {"tampering", "output_type", "WorkerFailure", "runs"}, r.reasons
+    assert v.verify(task, honest).verdict == "pass"

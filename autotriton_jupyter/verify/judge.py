@@ -8,6 +8,7 @@ compared here.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import random
 import secrets
@@ -38,6 +39,10 @@ PART_BYTES = 1 << 30
 # Input sets the judge makes from the task's own (VERIFY.md item 14): a candidate wrong only
 # on these is `conditional`, not `pass`.
 VARIANTS = ("signed", "scaled", "extreme", "zeros", "offset", "tiny")
+# Both models built again with get_init_inputs()'s floats scaled (a negative slope, an
+# epsilon, a scale): a kernel that hard-codes the one value the task builds with shows itself.
+INIT_SET = "init-scaled"
+INIT_SCALE = 1.5
 # Variants whose point is a non-finite input: kept even when the reference's output is not
 # finite. None by default: NaN semantics of reductions differ between honest kernels and
 # torch (tl.max drops NaN, torch.max keeps it), so NaN inputs would fail honest kernels.
@@ -102,6 +107,11 @@ _VARIANT_WHAT = {
     ),
     "offset": ("values shifted far from zero (256 times their largest magnitude)", "booleans kept"),
     "tiny": ("magnitudes 1024 times smaller", "booleans kept"),
+    INIT_SET: (
+        "the task's own inputs, with ModelNew and Model built from get_init_inputs() with "
+        "its float arguments scaled by 1.5",
+        "booleans kept",
+    ),
 }
 
 
@@ -217,8 +227,27 @@ def _run_label(ref: Reference, p: dict) -> str:
 
 
 def _made_by_judge(label: str) -> bool:
-    """An input set the judge made (a variant or another shape), not one get_inputs() drew."""
-    return label in VARIANTS or label.startswith("shape-")
+    """An input set the judge made (a variant, other shapes, other init arguments), not one
+    get_inputs() drew for the model get_init_inputs() built."""
+    return label in VARIANTS or label == INIT_SET or label.startswith("shape-")
+
+
+def scaled_init(init: list[Any]) -> list[Any] | None:
+    """get_init_inputs() with every non-zero float (also inside a list or tuple) scaled by
+    INIT_SCALE, or None when it has none to scale."""
+    changed = False
+
+    def one(x: Any) -> Any:
+        nonlocal changed
+        if type(x) is float and x != 0.0 and math.isfinite(x):
+            changed = True
+            return x * INIT_SCALE
+        if type(x) in (list, tuple):
+            return type(x)(one(v) for v in x)
+        return x
+
+    out = [one(x) for x in init]
+    return out if changed else None
 
 
 def resolve_device(device: str) -> str:
@@ -367,6 +396,11 @@ class Verifier:
                     for k, v in enumerate(VARIANTS)
                 ]
                 first = max(1, o.trials)
+                varied = scaled_init(loaded["init_inputs"])
+                if varied is not None:
+                    specs.append(
+                        {"label": INIT_SET, "seed": input_seeds[0], "variant": "none", "init": varied}
+                    )
                 specs += [
                     {
                         "label": f"shape-{k + 1} ({describe(shapes)})",
@@ -394,7 +428,10 @@ class Verifier:
             ) from f
         sets, notes = [], []
         worker_index = 0
+        inits = {spec["label"]: spec["init"] for spec in specs if "init" in spec}
         for s in got["sets"]:
+            if s["label"] in inits:
+                s["init"] = inits[s["label"]]
             if "skipped" in s:
                 notes.append(
                     f"the reference cannot take the {s['label']} input variant "
@@ -404,7 +441,7 @@ class Verifier:
             s["worker_index"] = worker_index  # the reference worker keeps every set it ran
             worker_index += 1
             if (
-                s["label"] in VARIANTS
+                (s["label"] in VARIANTS or s["label"] == INIT_SET)
                 and s["label"] not in NONFINITE_OK
                 and not s["finite"]
                 and got["sets"][0]["finite"]
@@ -621,6 +658,7 @@ class Verifier:
                 max_reply=_REPLY_SLACK,
                 source=candidate.source,
                 init_inputs=ref.init_inputs,
+                init_variant=next((s["init"] for s in ref.sets if "init" in s), None),
                 state=ref.state,
                 seed=seed,
                 out_nbytes=ref.out_nbytes,
@@ -648,7 +686,12 @@ class Verifier:
                 r.add("own_forward", PASS)
             n = len(ref.sets)
             plan = [
-                {"set": i, "slot": i, "kind": "judge-made" if _made_by_judge(s["label"]) else "fresh"}
+                {
+                    "set": i,
+                    "slot": i,
+                    "kind": "judge-made" if _made_by_judge(s["label"]) else "fresh",
+                    **({"model": 1} if "init" in s else {}),
+                }
                 for i, s in enumerate(ref.sets)
             ]
             plan.append({"set": 0, "slot": 0, "kind": "repeat"})
@@ -737,7 +780,7 @@ class Verifier:
                 max_reply=_REPLY_SLACK + 2 * sum(_nbytes(ref.sets[plan[i]["set"]]["outputs"]) for i in part),
                 new_sets=[s["inputs"] for s in ref.sets[sent:upto]],
                 runs=[
-                    {k: plan[i][k] for k in ("set", "slot", "extra_calls") if k in plan[i]}
+                    {k: plan[i][k] for k in ("set", "slot", "extra_calls", "model") if k in plan[i]}
                     for i in part
                 ],
                 extra_budget_s=LATE_BUDGET_S if self.device == "cpu" else LATE_BUDGET_GPU_S,
@@ -759,12 +802,24 @@ class Verifier:
         else:
             r.add("tampering", PASS)
 
-    def _observation(self, obs: dict[str, Any], where: str, r: Report, first: bool) -> None:
+    def _observation(
+        self, obs: dict[str, Any], where: str, r: Report, first: bool, judge_made: bool = False
+    ) -> None:
         if obs["output_problem"]:
             r.add(
                 "output_type",
                 FAIL,
                 f"{obs['output_problem'][0].upper()}{obs['output_problem'][1:]} ({where}).",
+            )
+        elif obs.get("pytorch_copy") and not judge_made:
+            # Only on inputs the task draws: on a judge-made set (all positive, say) an
+            # honest ReLU is an identity, equal to a copy of its input.
+            r.add(
+                "output_type",
+                FAIL,
+                "An output is exactly what a PyTorch copy (clone, .to, .contiguous, copy_, "
+                "fill_) wrote from forward's inputs or from data no kernel of the candidate had "
+                f"touched, or a kernel's move of such a copy: PyTorch made it ({where}).",
             )
         own = obs["launches"]
         calls, launchless = obs.get("calls", 1), obs.get("calls_without_launch", 0)
@@ -866,7 +921,9 @@ class Verifier:
                 r.errors.append(run.get("traceback", ""))
                 return
             obs = run["obs"]
-            self._observation(obs, where, r, first=i == 0)
+            self._observation(
+                obs, where, r, first=i == 0, judge_made=_made_by_judge(s["label"])
+            )
             out = run["outputs"]
             if out is None:
                 continue

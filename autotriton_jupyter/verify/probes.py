@@ -169,7 +169,11 @@ class LaunchProbe:
             self.streams.add(torch.cuda.current_stream().cuda_stream)
 
 
-_COPY_OPS = frozenset({"clone", "_to_copy", "copy_", "_copy_from", "_copy_from_and_resize"})
+_COPY_OPS = frozenset(
+    {"clone", "_to_copy", "copy_", "_copy_from", "_copy_from_and_resize", "lift_fresh_copy"}
+)
+# Ops that write a tensor's data into another when given a tensor value (`out[i].fill_(x[j])`).
+_FILL_OPS = frozenset({"fill_", "fill"})
 
 
 def _storage_bytes(t: torch.Tensor) -> torch.Tensor:
@@ -214,9 +218,10 @@ class OpAudit(TorchDispatchMode):
             elif _moves_to_host(name, args, kwargs):
                 self.host[name] += 1
         out = func(*args, **kwargs)
-        if self.launches.depth == 0 and name in _COPY_OPS:
-            sources = args[1:2] if name == "copy_" else args[:1]
-            dest = args[0] if name == "copy_" else out
+        fill = name in _FILL_OPS and len(args) > 1 and isinstance(args[1], torch.Tensor)
+        if self.launches.depth == 0 and (name in _COPY_OPS or fill):
+            sources = args[1:2] if name == "copy_" or fill else args[:1]
+            dest = args[0] if name in ("copy_", "fill_") else out
             if (
                 isinstance(dest, torch.Tensor)
                 and all(isinstance(a, torch.Tensor) for a in sources)
@@ -236,11 +241,19 @@ class OpAudit(TorchDispatchMode):
         return snap is not None and torch.equal(_storage_bytes(t), snap)
 
     def copied_outputs(self, outputs: list[torch.Tensor]) -> int:
-        """How many outputs are, byte for byte, what a PyTorch copy of untouched data wrote."""
+        """How many outputs are, byte for byte, what a PyTorch copy of untouched data wrote:
+        in their own storage, or in any storage of the same size (a kernel that only moved
+        PyTorch's copy into the output did not make it)."""
         n = 0
         for o in outputs:
+            mine = _storage_bytes(o)
             snap = self.copies.get(o.untyped_storage().data_ptr())
-            if snap is not None and torch.equal(_storage_bytes(o), snap):
+            if snap is not None and torch.equal(mine, snap):
+                n += 1
+            elif mine.numel() and any(
+                s.numel() == mine.numel() and s.device == mine.device and torch.equal(mine, s)
+                for s in self.copies.values()
+            ):
                 n += 1
         return n
 
@@ -345,6 +358,20 @@ def changed_identities(before: dict[str, int]) -> list[str]:
 
 
 _vars = vars  # bound before any candidate code runs
+_CLASSES = (torch.Tensor, torch._C.TensorBase, torch.nn.Module)
+
+
+def class_methods() -> dict[str, int]:
+    """Identity of every name in the classes whose methods the judge calls right after
+    forward (tensors and modules): compared before the judge calls any of them."""
+    return {
+        f"{cls.__qualname__}.{k}": id(v) for cls in _CLASSES for k, v in list(_vars(cls).items())
+    }
+
+
+def changed_methods(before: dict[str, int]) -> list[str]:
+    after = class_methods()
+    return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
 
 
 def scrub_tensors(*trees: Any) -> list[str]:

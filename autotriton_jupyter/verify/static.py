@@ -160,6 +160,9 @@ class _Paths:
         return None
 
 
+# Tensor attributes that hold data, not behaviour: `self.weight.data = ...` is fine.
+_DATA_ATTRS = frozenset({"data", "requires_grad", "grad", "training"})
+
 # Dunder names a class body or the module may bind by assignment: plain data.
 _DUNDER_VALUES = frozenset({"__all__", "__slots__", "__doc__", "__version__", "__constants__"})
 
@@ -191,12 +194,30 @@ def _module_names() -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=1)
+def _module_attr_names() -> frozenset[str]:
+    """Every attribute nn.Module's class has (the judge calls some of them on the model)."""
+    import torch
+
+    return frozenset(dir(torch.nn.Module))
+
+
+@functools.lru_cache(maxsize=1)
 def _tensor_names() -> frozenset[str]:
     """Every attribute a tensor has: as a candidate's own attribute on another value, such a
     name would reach the tensor's own method (map2_, apply_ ...), not the candidate's."""
     import torch
 
     return frozenset(dir(torch.Tensor))
+
+
+def _in_function(node: ast.AST, fn: ast.AST) -> bool:
+    """Whether node belongs to fn's own body (not to a function or class nested in it)."""
+    parent = getattr(node, "_parent", None)
+    while parent is not None and parent is not fn:
+        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            return False
+        parent = getattr(parent, "_parent", None)
+    return parent is fn
 
 
 def _on_own_object(node: ast.expr) -> bool:
@@ -404,6 +425,25 @@ class _Linter(ast.NodeVisitor):
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         for d in node.decorator_list:  # decorator arguments are host code, not kernel code
             self.visit(d)
+        if isinstance(node, ast.AsyncFunctionDef):
+            self.fail(
+                "introspection", node,
+                f"async def {node.name}: a coroutine's cleanup runs whenever it is collected, "
+                "outside the audit; kernels need no coroutines",
+            )
+        own = [n for n in ast.walk(node) if _in_function(n, node)]
+        if any(isinstance(n, ast.Yield | ast.YieldFrom) for n in own):
+            for n in own:
+                if isinstance(n, ast.Try | ast.TryStar | ast.AsyncWith) or (
+                    isinstance(n, ast.With) and not all(self._torch_context(i) for i in n.items)
+                ):
+                    self.fail(
+                        "introspection", n,
+                        f"the generator {node.name} has a try block, or a with block over a "
+                        "context manager of its own: that cleanup runs when the generator is "
+                        "collected, at any time, outside the audit; a generator may only yield, "
+                        "inside torch's own context managers (torch.cuda.device, torch.no_grad)",
+                    )
         if node.name.startswith("__") and node.name.endswith("__") and node.name not in allow.DUNDER_DEFS:
             self.fail(
                 "introspection", node,
@@ -752,6 +792,18 @@ class _Linter(ast.NodeVisitor):
                     "monkeypatch", node,
                     f"assigns into {base[0]}; a candidate may not change torch, triton or any other module",
                 )
+            elif (
+                isinstance(t, ast.Attribute)
+                and not _on_own_object(t.value)
+                and t.attr in _tensor_names() | _module_attr_names()
+                and t.attr not in _DATA_ATTRS
+            ):
+                self.fail(
+                    "monkeypatch", node,
+                    f"sets .{t.attr} on {ast.unparse(t.value)}; .{t.attr} is a method or "
+                    "attribute of tensors or modules, which the judge relies on: a candidate "
+                    "may set such a name only on self, cls or ctx",
+                )
             elif isinstance(t, ast.Attribute) and not self._own_root(t.value):
                 self.fail(
                     "monkeypatch", node,
@@ -763,6 +815,12 @@ class _Linter(ast.NodeVisitor):
         elif isinstance(t, ast.Tuple | ast.List | ast.Starred):
             for e in t.elts if not isinstance(t, ast.Starred) else [t.value]:
                 self._target(e, node)
+
+    def _torch_context(self, item: ast.withitem) -> bool:
+        """A with item whose context manager is torch's own (its exit runs torch's code)."""
+        e = item.context_expr
+        got = self.paths.path(e.func) if isinstance(e, ast.Call) else None
+        return bool(got) and all(p.startswith("torch.") for p in got)
 
     def _own_root(self, value: ast.expr) -> bool:
         """Whether an attribute chain starts at self/cls/ctx or one of the candidate's classes."""

@@ -96,6 +96,8 @@ class Worker:
         self.workdir = Path(workdir)
         self.gpu_fraction = gpu_fraction
         self.model: Any = None
+        self.models: list[Any] = []  # the candidate's: as get_init_inputs() builds it, and varied
+        self.seed = 0
         self.given_state: frozenset[int] = frozenset()  # storages of ModelNew's parameters
         self.module: Any = None
         self.sets: list[list[Any]] = []
@@ -103,6 +105,7 @@ class Worker:
         self.out_nbytes: list[int] = []
         self.probe: probes.LaunchProbe | None = None
         self.snapshot: dict[str, int] = {}
+        self.methods: dict[str, int] = {}  # torch's classes' methods, before the candidate
         self.tensor_attrs: list[str] = []  # attributes a candidate set on tensors (removed)
         self.poison_turn = 0
         self.rng = random.Random(os.urandom(16))
@@ -133,6 +136,7 @@ class Worker:
         for name in ("Model", "get_inputs", "get_init_inputs"):
             if not hasattr(mod, name):
                 raise WorkerError(f"The reference defines no {name}.")
+        self.seed = msg["seed"]
         torch.manual_seed(msg["seed"])
         try:
             init = list(mod.get_init_inputs())
@@ -160,12 +164,13 @@ class Worker:
     def _draw(self, seed: int, variant: str, shapes: list | None = None) -> list[Any]:
         """The task's own inputs for a seed, or a variant the judge makes of them.
 
-        - signed: every element's sign flipped at random (signed integers too);
+        - signed: every element's sign flipped at random (signed integers too), and every
+          eighth row of a float tensor all negative, another eighth all one value;
         - scaled: x * 4 - mean, so values leave the range get_inputs() draws from;
         - extreme: magnitudes 64 times the task's, far past any range a kernel might
           have been fitted to (a dropped clamp, a softmax without its max pass);
         - zeros: an eighth of every tensor's elements set to exactly zero (a dropped guard
-          on a divisor);
+          on a divisor), and every eighth row all zeros (a norm of zero);
         - offset: every value shifted by 256 times the tensor's largest magnitude (a
           one-pass variance, a sum that cancels);
         - tiny: magnitudes 1024 times smaller, exactly (an epsilon bigger than the
@@ -213,7 +218,10 @@ class Worker:
                 # Small integers over their whole range: high bits, sums that overflow.
                 info = torch.iinfo(x.dtype)
                 x = torch.randint(info.min, info.max + 1, x.shape, generator=gen, dtype=torch.int64).to(x.dtype)
-            elif isinstance(x, torch.Tensor) and variant == "extreme" and x.dtype in (torch.int32, torch.int64):
+            elif isinstance(x, torch.Tensor) and variant == "extreme" and x.dtype == torch.int32:
+                # Half the whole range: sums of a few overflow 32 bits (a narrow accumulator).
+                x = torch.randint(-(2**30), 2**30, x.shape, generator=gen, dtype=torch.int64).to(x.dtype)
+            elif isinstance(x, torch.Tensor) and variant == "extreme" and x.dtype == torch.int64:
                 info = torch.iinfo(x.dtype)
                 x = (x.detach().cpu().to(torch.int64) * 4096).clamp(info.min, info.max).to(x.dtype)
             elif isinstance(x, float) and variant in ("scaled", "extreme"):
@@ -225,6 +233,20 @@ class Worker:
                 if x.is_floating_point():
                     x = (x * 2).round() / 2  # many equal values: ties for argmax, sort, max
                 x[torch.rand(x.shape, generator=gen) < 0.125] = 0  # exact zeros: guards, divisors
+                if x.dim() and x.shape[-1] > 1 and x.is_contiguous():
+                    x.view(-1, x.shape[-1])[1::8] = 0  # whole rows of zeros (a norm of 0)
+            if (
+                variant == "signed"
+                and isinstance(x, torch.Tensor)
+                and x.is_floating_point()
+                and x.dim()
+                and x.shape[-1] > 1
+                and x.is_contiguous()
+            ):
+                x = x.clone()
+                rows = x.view(-1, x.shape[-1])
+                rows[3::8] = -rows[3::8].abs() - 0.5  # rows all negative (a max padded with 0)
+                rows[5::8] = rows[5::8, :1]  # rows of one value (a variance of 0, ties)
             out.append(x)
         return out
 
@@ -248,9 +270,16 @@ class Worker:
                     results.append({"label": spec["label"], "skipped": why})
                     continue
             dev = _to_device(inputs, self.device)
+            model = self.model
+            if "init" in spec:
+                try:
+                    model = self._init_variant(spec["init"])
+                except BaseException as e:
+                    results.append({"label": spec["label"], "skipped": _describe(e)})
+                    continue
             try:
                 with torch.no_grad():
-                    out = self.model(*dev)
+                    out = model(*dev)
                 if self.device == "cuda":
                     torch.cuda.synchronize()
             except BaseException as e:
@@ -272,6 +301,14 @@ class Worker:
                 {"label": spec["label"], "inputs": sent, "outputs": out, "finite": finite}
             )
         return {"sets": results}
+
+    def _init_variant(self, init: list[Any]) -> Any:
+        """The reference built from other init arguments, holding the same parameters."""
+        assert self.module is not None and self.model is not None
+        torch.manual_seed(self.seed)
+        model = self.module.Model(*init).to(self.device)
+        model.load_state_dict(self.model.state_dict())  # other shapes: raises, the set is left out
+        return model
 
     def _fails_on_cpu(self, inputs: list[Any]) -> str | None:
         """Why the reference cannot take these inputs, run on a CPU copy of it, or None."""
@@ -312,6 +349,7 @@ class Worker:
         self.probe = probes.LaunchProbe(str(path))
         self.probe.install()
         self.snapshot = probes.identity_snapshot()
+        self.methods = probes.class_methods()
         try:
             mod = _import_file(path, CANDIDATE_MODULE)
         except BaseException as e:
@@ -325,6 +363,21 @@ class Worker:
         except BaseException as e:
             raise WorkerError(f"ModelNew(*get_init_inputs()) raised {_describe(e)}") from e
         copied, mode, unmatched = self._copy_state(model, msg["state"])
+        self.models = [model]
+        if msg.get("init_variant") is not None:
+            # Built now, like the first: a candidate cannot tell which one a call goes to.
+            try:
+                torch.manual_seed(msg["seed"])
+                other = cls(*msg["init_variant"]).to(self.device)
+                self._copy_state(other, msg["state"])
+                self.models.append(other)
+            except BaseException as e:
+                self.models.append(
+                    WorkerError(
+                        f"ModelNew(*get_init_inputs()) with its float arguments scaled by 1.5 "
+                        f"raised {_describe(e)}, and Model took them"
+                    )
+                )
         fwd = getattr(type(model), "forward", None)
         for _ in range(8):  # through decorators such as @torch.no_grad() to the function itself
             inner = getattr(fwd, "__wrapped__", None)
@@ -336,7 +389,10 @@ class Worker:
         self.model = model
         nn = torch.nn.Module  # the base class's own walk, whatever ModelNew overrides
         self.given_state = frozenset(
-            t.untyped_storage().data_ptr() for t in [*nn.parameters(model), *nn.buffers(model)]
+            t.untyped_storage().data_ptr()
+            for m in self.models
+            if isinstance(m, torch.nn.Module)
+            for t in [*nn.parameters(m), *nn.buffers(m)]
         )
         return {
             "copied": copied,
@@ -393,9 +449,12 @@ class Worker:
                     torch.Tensor.copy_(b, v)
         return self.slots[slot]
 
-    def _observe(self, inputs: list[Any]) -> tuple[dict, Any]:
+    def _observe(self, inputs: list[Any], which: int = 0) -> tuple[dict, Any]:
         """One audited forward call: its output and everything the judge needs to know about it."""
         assert self.probe is not None
+        model = self.models[which]
+        if isinstance(model, WorkerError):
+            raise model
         self._scrub(inputs, None)
         self._poison()
         before = [x.clone() if isinstance(x, torch.Tensor) else None for x in inputs]
@@ -413,12 +472,19 @@ class Worker:
             # inference and training: a candidate that behaves only under no_grad (how a
             # judge would call it) shows itself.
             with torch.set_grad_enabled(self.rng.random() < 0.5), audit:
-                out = self.model(*inputs)
+                out = model(*inputs)
             if self.device == "cuda":
                 torch.cuda.synchronize()
         finally:
             self.probe.recording = False
         obs["seconds"] = time.perf_counter() - t0
+        # Before the judge calls any method of a tensor or a module: are they still torch's?
+        patched = probes.changed_methods(self.methods)
+        if patched:
+            raise WorkerError(
+                f"forward changed methods of torch's classes ({', '.join(patched[:5])}), which "
+                "the judge calls after it: tampering"
+            )
         set_attrs = self._scrub(inputs, out)
         obs["launches"] = dict(self.probe.own)
         obs["foreign_launches"] = dict(self.probe.foreign)
@@ -434,12 +500,11 @@ class Worker:
                 f"({', '.join('.' + a for a in set_attrs)}): the judge calls tensor methods "
                 "after forward, and a candidate may not stand in for them"
             )
-        if obs["output_problem"] is None and audit.copied_outputs(_tensors(out)):
-            obs["output_problem"] = (
-                "an output is exactly what a PyTorch copy (clone, .to, .contiguous, copy_) "
-                "wrote from forward's inputs or from data no kernel of the candidate had "
-                "touched: PyTorch made it"
-            )
+        # The judge decides what this means: on inputs the judge made (all positive, say)
+        # an honest kernel can be an identity, equal to a copy of its input.
+        obs["pytorch_copy"] = obs["output_problem"] is None and bool(
+            audit.copied_outputs(_tensors(out))
+        )
         in_ranges = [_storage_range(x) for x in inputs if isinstance(x, torch.Tensor)]
         obs["aliased"] = any(
             lo < hi2 and lo2 < hi
@@ -462,14 +527,19 @@ class Worker:
         return obs, (out if obs["output_problem"] is None else None)
 
     def _scrub(self, inputs: Any, out: Any) -> list[str]:
-        """Attributes set on the call's tensors, removed and remembered as tampering."""
+        """Attributes set on the call's tensors, removed and remembered as tampering; and
+        (after a timed call) methods of torch's classes that changed, remembered too."""
         found = probes.scrub_tensors(inputs, out)
         self.tensor_attrs.extend(a for a in found if a not in self.tensor_attrs)
+        for name in probes.changed_methods(self.methods) if self.methods else ():
+            if f"method {name}" not in self.tensor_attrs:
+                self.tensor_attrs.append(f"method {name}")
         return found
 
     def _tampered(self) -> list[str]:
         return probes.changed_identities(self.snapshot) + [
-            f"an attribute .{a} set on a tensor" for a in self.tensor_attrs
+            f"torch's {a[7:]}" if a.startswith("method ") else f"an attribute .{a} set on a tensor"
+            for a in self.tensor_attrs
         ]
 
     def _output_problem(self, out: Any) -> str | None:
@@ -507,12 +577,13 @@ class Worker:
                 # time budget, so their number depends on the clock too.
                 extra = []
                 t0 = time.perf_counter()
+                which = int(run.get("model", 0))
                 for i in range(run.get("extra_calls", 0)):
-                    extra.append(self._observe(bufs)[0])
+                    extra.append(self._observe(bufs, which)[0])
                     spent = time.perf_counter() - t0
                     if (spent > budget and i + 1 >= _LATE_MIN) or spent > 4 * budget:
                         break
-                obs, out = self._observe(bufs)
+                obs, out = self._observe(bufs, which)
             except BaseException as e:
                 runs.append(
                     {
@@ -601,6 +672,7 @@ def _merge(observations: list[dict]) -> dict:
     merged["native_threads"] = max(o["native_threads"] for o in observations)
     merged["streams"] = sorted({x for o in observations for x in o["streams"]})
     merged["aliased"] = any(o["aliased"] for o in observations)
+    merged["pytorch_copy"] = any(o.get("pytorch_copy") for o in observations)
     merged["mutated"] = sorted({i for o in observations for i in o["mutated"]})
     merged["output_problem"] = next(
         (o["output_problem"] for o in observations if o["output_problem"]), None
@@ -693,3 +765,5 @@ def serve(conn: wire.Channel, device: str, workdir: str, log_fd: int, gpu_fracti
             wire.send(conn, reply)
         except wire.WireError as e:
             wire.send(conn, {"ok": False, "error": f"the result could not be sent: {_describe(e)}"})
+        # Candidate objects the reply held die now, not during the next command.
+        del reply, msg
