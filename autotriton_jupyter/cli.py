@@ -261,6 +261,11 @@ def _progress(quiet: bool):
     return emit
 
 
+def _warn(message: str) -> None:
+    """One warning line on stderr, shown even with -q (it is about the user's files or settings)."""
+    print(f"autotriton: warning: {_one_line(message)}", file=sys.stderr, flush=True)
+
+
 def _add_verify_flags(p: argparse.ArgumentParser, seed: bool = True) -> None:
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where to run (default auto)")
     p.add_argument(
@@ -356,28 +361,35 @@ def _options(args: argparse.Namespace):
 
 
 def _check_generate(args: argparse.Namespace) -> None:
+    from .generate import earlier_samples
     from .task import TaskError
 
-    if args.output:
-        return  # checked as it was parsed
-    try:
-        output_dir(f"autotriton-out/{Path(args.reference).stem}")
-    except argparse.ArgumentTypeError as e:
+    out = args.output or f"autotriton-out/{Path(args.reference).stem}"
+    if not args.output:  # -o DIR was checked as it was parsed
+        try:
+            output_dir(out)
+        except argparse.ArgumentTypeError as e:
+            raise TaskError(
+                f"{str(e).rstrip('.')}; it is the default output folder: choose another with -o DIR."
+            ) from None
+    found = [] if args.force else earlier_samples(out)
+    if found:
+        shown = ", ".join(p.name for p in found[:4]) + (", ..." if len(found) > 4 else "")
         raise TaskError(
-            f"{str(e).rstrip('.')}; it is the default output folder: choose another with -o DIR."
-        ) from None
+            f"{out} already holds samples of an earlier run ({shown}); pass --force to "
+            "overwrite them, or choose another folder with -o DIR."
+        )
 
 
 def _check_eval(args: argparse.Namespace) -> None:
-    from .evaluation import task_files
-    from .task import TaskError
+    from .evaluation import check_candidates, check_results, task_files
 
-    task_files(args.tasks)  # a folder without task files is refused here, before a model loads
-    results = Path(args.out) / "results.jsonl"
-    if results.exists() and not args.resume:
-        raise TaskError(
-            f"{results} already exists: pass --resume to continue that run, or choose another --out."
-        )
+    # Refused here, before a model loads: folders without tasks or candidates, and a
+    # results.jsonl that exists without --resume or that a resumed run could not continue.
+    tasks = task_files(args.tasks)
+    if args.candidates:
+        check_candidates(args.candidates, tasks)
+    check_results(args.out, args.resume)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -575,6 +587,8 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
     task = Task.from_file(args.reference)
     options = _model_options(args)
     verify = _options(args)
+    with Store(args.library) as store:  # before any work: a library that cannot take the results
+        store.writable()
     progress = _TokenProgress(args.quiet)
     generator = load(options.name, options, on_event=progress)
     topts = TritonizeOptions(
@@ -639,9 +653,9 @@ def cmd_kernels_check(args: argparse.Namespace) -> int:
 
     path = Path(args.library) if args.library else default_path()
     if not path.exists():
-        print(f"there is no kernel library at {path} yet", file=sys.stderr)
-        return 1
-    with Store(path) as store:
+        print(f"autotriton: there is no kernel library at {path} yet", file=sys.stderr)
+        return EXIT_USAGE
+    with Store(path, write=False) as store:
         problems = store.check()
         if problems:
             print(f"the kernel library {path} is damaged:", file=sys.stderr)
@@ -669,9 +683,16 @@ def cmd_kernels_recover(args: argparse.Namespace) -> int:
 
 
 def cmd_kernels(args: argparse.Namespace) -> int:
-    from .store import Store
+    from .store import NoLibrary, Store
 
-    with Store(args.library) as store:
+    try:
+        store = Store(args.library, write=False)
+    except NoLibrary as e:
+        if args.what != "list":
+            raise
+        print(f"no accepted kernels yet (there is no library at {e.path})")
+        return EXIT_PASS
+    with store:
         if args.what == "list":
             rows = store.accepted()
             if not rows:
@@ -725,7 +746,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         verify=verify,
         params=GenerationParams(max_tokens=args.max_tokens),
     )
-    summary = run_eval(args.tasks, eo, generator, on_progress=_progress(args.quiet))
+    summary = run_eval(
+        args.tasks, eo, generator, on_progress=_progress(args.quiet), on_warning=_warn
+    )
     print(json.dumps(summary, indent=2) if args.json else render_markdown(summary))
     print(f"results in {args.out} (results.jsonl, summary.md, report.html)", file=sys.stderr)
     return EXIT_PASS
@@ -913,6 +936,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--output",
         type=output_dir,
         help="folder for completions and candidates (default autotriton-out/TASK)",
+    )
+    g.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite the samples of an earlier run in the output folder",
     )
     g.add_argument("--json", action="store_true")
     g.add_argument("-q", "--quiet", action="store_true")
@@ -1173,6 +1201,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else EXIT_USAGE if e.code else EXIT_PASS
     import signal
 
+    from .config import unknown_environment
+
+    for warning in unknown_environment():
+        _warn(warning)
     if threading_main():
         signal.signal(signal.SIGTERM, _terminate)
     try:

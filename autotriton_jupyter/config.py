@@ -19,12 +19,14 @@ so a bad value is refused before any work starts, in the same words wherever it 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import math
 import os
 import re
+import stat
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -232,6 +234,30 @@ shape_sets = Rule(
     kind="shapes",
 )
 
+# A worker imports torch and Triton before its first task: it started under 0.75 GiB on an
+# H200 (CUDA's host side included), not under 0.5; under 0.3 GiB on the CPU.
+MIN_WORKER_GB = 1.0
+MAX_MEMORY_GB = 2.0**20  # 1 PiB: above any host, far below where a byte count overflows
+
+
+def _memory_gb(value: Any) -> float:
+    x = number(0, MAX_MEMORY_GB).parse(value)
+    if 0 < x < MIN_WORKER_GB:
+        raise Unusable(f"a worker needs about {MIN_WORKER_GB:g} GiB to start")
+    return x
+
+
+memory_gb = Rule(
+    f"0 (half the host's memory, shared among the workers) or a number of GiB per worker "
+    f"from {MIN_WORKER_GB:g} to {MAX_MEMORY_GB:.0f}",
+    _memory_gb,
+    kind="number",
+    lo=0,
+    hi=MAX_MEMORY_GB,
+    above=False,
+    below=False,
+)
+
 seed = whole(0, 2**32 - 1)  # llama.cpp's seed is 32 bits; the judge's draws take any
 tolerance = number(0)
 seconds = number(0, DAY_S, above=True)
@@ -250,7 +276,7 @@ SECTIONS: dict[str, dict[str, Rule]] = {
         "seed": seed,
         "parallel": whole(0, 64),  # 0: chosen from the device
         "timing_budget_s": number(0, 3600, above=True),
-        "memory_limit_gb": number(0),  # 0: no limit
+        "memory_limit_gb": memory_gb,
         "shapes": shape_sets,
         "sandbox": switch,
         "strict": switch,
@@ -345,14 +371,59 @@ def _value(section: str, name: str, value: Any, current: Any, where: str) -> Any
         raise _refuse(where, value, e.need, e.because()) from None
 
 
+MAX_CONFIG_BYTES = 2**20
+
+
+def _config_bytes(path: Path) -> bytes | None:
+    """The config file's bytes, or None when there is none; only a regular file is read
+    (a FIFO would block and /dev/zero never end)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:
+        raise ConfigError(
+            f"The config file {path} cannot be read ({e.strerror}); {_fix_config()}"
+        ) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+            raise ConfigError(f"The config file {path} is {what}; {_fix_config()}")
+        data = b""
+        while chunk := os.read(fd, MAX_CONFIG_BYTES + 1 - len(data)):
+            data += chunk
+            if len(data) > MAX_CONFIG_BYTES:
+                break
+    except OSError as e:
+        raise ConfigError(
+            f"The config file {path} cannot be read ({e.strerror}); {_fix_config()}"
+        ) from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"The config file {path} is larger than {MAX_CONFIG_BYTES >> 20} MiB, so it is "
+            f"not a config file; {_fix_config()}"
+        )
+    return data
+
+
+def _fix_config() -> str:
+    if os.environ.get("AUTOTRITON_CONFIG"):
+        return "point AUTOTRITON_CONFIG at a TOML file, or unset it."
+    return "make it a TOML file, or remove it."
+
+
 def _read_file() -> tuple[Path, dict[str, Any]]:
     """The config file's tables, every value checked; ({}) when there is no file."""
     path = config_path()
-    if not path.exists():
+    raw = _config_bytes(path)
+    if raw is None:
         return path, {}
     try:
-        data = tomllib.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"The config file {path} cannot be read ({e}); fix or remove it.") from e
     sections = ", ".join(f"[{s}]" for s in sorted(SECTIONS))
     for key, table in data.items():
@@ -376,6 +447,44 @@ def _read_file() -> tuple[Path, dict[str, Any]]:
 
 def _env_name(section: str, name: str) -> str:
     return f"AUTOTRITON_{section.upper()}_{name.upper()}"
+
+
+# Environment variables besides AUTOTRITON_<SECTION>_<FIELD>, each read where it is used.
+VARIABLES = {
+    "AUTOTRITON_CONFIG": "the config file (config.py)",
+    "AUTOTRITON_LIBRARY": "the kernel library file (store.py)",
+    "AUTOTRITON_LIBRARY_FILES": "where a library's side folders go (store.py)",
+    "AUTOTRITON_CACHE": "the cache folder (store.py, verify/refcache.py)",
+    "AUTOTRITON_ADAPTERS": "the LoRA adapters folder (model/finetune.py)",
+    "AUTOTRITON_JOBS": "progress files of running jobs (jobs.py)",
+    "AUTOTRITON_BWRAP": "the sandbox's bwrap program (verify/bwrap.py)",
+    "AUTOTRITON_LOCK_DIR": "the folder of GPU timing locks (verify/gpulock.py)",
+    "AUTOTRITON_DECODE_ATTENTION": "the fused decoder's attention tiles (model/decode_attention.py)",
+}
+
+
+def unknown_environment(environ: Mapping[str, str] | None = None) -> list[str]:
+    """A warning for each AUTOTRITON_* variable that nothing reads (most likely a typo)."""
+    env = os.environ if environ is None else environ
+    settings = {s: [_env_name(s, n) for n in sorted(rules)] for s, rules in SECTIONS.items()}
+    known = set(VARIABLES).union(*settings.values())
+    warnings = []
+    for name in sorted(k for k in env if k.startswith("AUTOTRITON_") and k not in known):
+        section = next((s for s in settings if name.startswith(_env_name(s, ""))), None)
+        names = settings[section] if section else sorted(VARIABLES)
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        also = ""
+        if not section:
+            also = (
+                ", and AUTOTRITON_<SECTION>_<SETTING> for each config setting "
+                "(e.g. AUTOTRITON_VERIFY_TIMEOUT)"
+            )
+        warnings.append(
+            f"{name} is not a variable autotriton reads, so it is ignored; {hint}"
+            f"known: {', '.join(names)}{also}."
+        )
+    return warnings
 
 
 def check() -> None:

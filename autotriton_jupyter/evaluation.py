@@ -4,7 +4,8 @@ Every task file of a folder (KernelBench format) is judged by the strict verifie
 either on candidates the model generates now or on pre-generated candidate files
 (`--candidates DIR`: DIR/<task>/*.py or DIR/<task>.py). Each judged candidate is one
 JSON line in OUT/results.jsonl, appended as soon as it is known, so a killed run
-resumes where it stopped (`--resume`). One failing task never stops the run.
+resumes where it stopped (`--resume`). One failing task never stops the run; a
+results file that cannot be written does, leaving every line in it complete.
 
 Timings of calls that take under about 0.1 ms are host launch time (Python and the
 driver), which shifts between processes; such results are marked launch-bound and the
@@ -13,10 +14,12 @@ summary gives fast_p and the geomean both over all tasks and without those tasks
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import math
 import os
+import stat
 import threading
 import time
 from collections import Counter
@@ -66,23 +69,143 @@ def candidate_files(candidates_dir: str | Path, task: str) -> list[Path]:
     return [d / f"{task}.py"] if (d / f"{task}.py").is_file() else []
 
 
+def check_candidates(candidates_dir: str | Path, tasks: list[Path]) -> None:
+    """Refuse a candidates folder that holds no candidate for any of the tasks."""
+    d = Path(candidates_dir)
+    if not any(candidate_files(d, t.stem) for t in tasks):
+        raise TaskError(
+            f"{d} holds no candidate files for the tasks ({d}/<task>/*.py or {d}/<task>.py, "
+            f"e.g. {d}/{tasks[0].stem}/a.py); give the folder that holds them."
+        )
+
+
+class ResultsNotWritten(TaskError):
+    """results.jsonl or a summary could not be written: the run stops (its lines stay whole)."""
+
+
+def check_results(out_dir: str | Path, resume: bool) -> None:
+    """Refuse, before any work, an OUT/results.jsonl that this run could not continue."""
+    path = Path(out_dir) / "results.jsonl"
+    try:
+        st = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as e:
+        raise TaskError(f"{path} cannot be used ({e.strerror}); choose another --out.") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise TaskError(f"{path} is {kind}, not a results file; move it or choose another --out.")
+    if not resume:
+        raise TaskError(
+            f"{path} already exists: pass --resume to continue that run, or choose another --out."
+        )
+    try:
+        data = path.read_bytes()
+        os.close(os.open(path, os.O_WRONLY | os.O_APPEND))  # opened to append, nothing written
+    except OSError as e:
+        raise TaskError(
+            f"{path} cannot be continued ({e.strerror}); make it readable and writable, "
+            "or choose another --out."
+        ) from None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TaskError(
+            f"{path} is not UTF-8 text (byte {data[e.start]:#04x} at offset {e.start}), so it "
+            "was not written by autotriton eval; move it or choose another --out."
+        ) from None
+
+
 def _append(path: Path, record: dict[str, Any]) -> None:
-    with path.open("a") as f:
-        f.write(json.dumps(record) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    """One JSON line at the end of results.jsonl; a failed write is cut off again, so the
+    file always ends with a whole line."""
+    line = memoryview((json.dumps(record) + "\n").encode())
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise _not_written(path, e) from None
+    try:
+        end = os.fstat(fd).st_size
+        try:
+            while line:
+                line = line[os.write(fd, line) :]
+            os.fsync(fd)
+        except OSError as e:
+            with contextlib.suppress(OSError):  # a shorter file needs no space, even on a full disk
+                os.ftruncate(fd, end)
+            raise _not_written(path, e) from None
+    finally:
+        os.close(fd)
 
 
-def _done(path: Path) -> tuple[list[dict[str, Any]], set[tuple[str, str]]]:
-    """Records already written (a torn last line from a kill is dropped)."""
+def _not_written(path: Path, e: OSError) -> ResultsNotWritten:
+    return ResultsNotWritten(
+        f"{path} could not be written ({e.strerror or e}); the run stopped and the candidates "
+        "judged so far are kept: free some space (or fix the folder), then run the same "
+        "command with --resume."
+    )
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write a file through a temporary one, so a full disk never leaves half of it."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise _not_written(path, e) from None
+
+
+def _record(line: bytes) -> dict[str, Any] | None:
+    """A results line as a record, or None when it is not one."""
+    try:
+        r = json.loads(line)
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError
+        return None
+    return r if isinstance(r, dict) and isinstance(r.get("task"), str) else None
+
+
+def _done(
+    path: Path, warn: Callable[[str], None]
+) -> tuple[list[dict[str, Any]], set[tuple[str, str]]]:
+    """Records already written. A torn last line (a run killed while writing it) is cut
+    off the file, so new lines never join it; unreadable lines before it are skipped."""
     if not path.exists():
         return [], set()
+    data = path.read_bytes()
+    *lines, tail = data.split(b"\n")  # tail: b"" when the file ends with a newline
     records = []
-    for line in path.read_text().splitlines():
+    bad = []
+    for number, line in enumerate(lines, 1):
+        r = _record(line)
+        if r is not None:
+            records.append(r)
+        elif line.strip():
+            bad.append(number)
+    if tail.strip():
+        r = _record(tail)
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
+            with path.open("r+b") as f:
+                if r is not None:  # whole but for its newline
+                    records.append(r)
+                    f.seek(0, os.SEEK_END)
+                    f.write(b"\n")
+                else:
+                    f.truncate(len(data) - len(tail))
+        except OSError as e:
+            raise _not_written(path, e) from None
+        if r is None:
+            warn(
+                f"{path}: its last line was cut off by a run stopped while writing it "
+                f"({len(tail)} bytes), so it was removed; that candidate is judged again."
+            )
+    if bad:
+        shown = ", ".join(map(str, bad[:5])) + (", ..." if len(bad) > 5 else "")
+        warn(
+            f"{path}: {len(bad)} unreadable line(s) (line {shown}) were skipped and left as "
+            "they are; the candidates they held are judged again."
+        )
     return records, {(r["task"], r.get("candidate", "")) for r in records}
 
 
@@ -91,30 +214,39 @@ def run_eval(
     options: EvalOptions,
     generator: Any = None,
     on_progress: Callable[[str], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Judge every task; returns the summary (also written as summary.json/.md/.html)."""
     emit = on_progress or (lambda _m: None)
     if generator is None and not options.candidates_dir:
         raise TaskError("Give a model (--model) or a folder of candidates (--candidates DIR).")
-    files = task_files(tasks_dir)  # a bad task folder is said before anything is made
+    files = task_files(tasks_dir)  # bad folders are said before anything is made
+    if options.candidates_dir:
+        check_candidates(options.candidates_dir, files)
+    check_results(options.out_dir, options.resume)
     out = Path(options.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise TaskError(f"{out} cannot be made ({e.strerror}); choose another --out.") from None
     results = out / "results.jsonl"
-    if results.exists() and not options.resume:
-        raise TaskError(
-            f"{results} already exists: pass --resume to continue that run, or "
-            "choose another --out."
-        )
-    records, done = _done(results)
+    records, done = _done(results, on_warning or emit)
     t0 = time.monotonic()
     skipped = 0
     lock = threading.Lock()
+    failed: list[ResultsNotWritten] = []  # once a write fails, nothing more is written
 
     def write(r: dict[str, Any]) -> None:
         """A record goes to disk as soon as it is known (a kill loses only what is in flight)."""
         r = _with_timing_marks(r, options.launch_bound_ms)
         with lock:
-            _append(results, r)
+            if failed:
+                raise failed[0]
+            try:
+                _append(results, r)
+            except ResultsNotWritten as e:
+                failed.append(e)
+                raise
             records.append(r)
 
     with Verifier(options.verify) as verifier:
@@ -128,14 +260,18 @@ def run_eval(
             skipped += sum(1 for k in done if k[0] == name)
             try:
                 _judge_task(path, name, options, verifier, generator, done, write)
+            except ResultsNotWritten:
+                raise
             except TaskError as e:
-                if (name, "") not in done:
+                if (name, "") not in done:  # (write raises again if results.jsonl failed)
                     write({"task": name, "candidate": "", "error": str(e)})
+            if failed:  # a write that failed in a thread whose error was not passed on
+                raise failed[0]
     summary = summarize(records, options.launch_bound_ms)
     summary["skipped_as_done"] = skipped
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    (out / "summary.md").write_text(render_markdown(summary))
-    (out / "report.html").write_text(render_html(summary))
+    _write_whole(out / "summary.json", json.dumps(summary, indent=2))
+    _write_whole(out / "summary.md", render_markdown(summary))
+    _write_whole(out / "report.html", render_html(summary))
     return summary
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -50,6 +51,18 @@ def generate_interruptibly(
     return run_interruptibly(
         lambda cancel: generate_candidates(task, generator, n, params, on_event, cancel)
     )
+
+
+_SAMPLE = re.compile(r"(sample-\d+\.(md|py)|summary\.json)\Z")
+
+
+def earlier_samples(out_dir: str | Path) -> list[Path]:
+    """Files of an earlier run in out_dir that write_samples would overwrite or mix with."""
+    try:
+        found = [p for p in Path(out_dir).iterdir() if _SAMPLE.match(p.name)]
+    except OSError:  # no folder yet (or one that cannot be listed: writing will say so)
+        return []
+    return sorted(found, key=lambda p: (len(p.name), p.name))
 
 
 def write_samples(samples: list[Sample], out_dir: str | Path, model: str) -> Path:

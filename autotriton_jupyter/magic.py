@@ -18,7 +18,7 @@ from traitlets import Float, Integer, Unicode
 
 from .config import ConfigError
 from .model.generator import GenerationError, GenerationParams
-from .store import Store, StoreError
+from .store import NoLibrary, Store, StoreError
 from .task import TaskError
 
 LINE_COMMANDS = ("status", "models", "kernels", "finetune")
@@ -131,7 +131,7 @@ class AutotritonMagics(Magics):
                 )
             return
         try:
-            with Store(self.library or None) as store:
+            with Store(self.library or None, write=False) as store:
                 if what == "kernels":
                     rows = store.accepted()
                     print(
@@ -140,13 +140,19 @@ class AutotritonMagics(Magics):
                     )
                     return
                 counts, path = store.counts(), store.path
+                held = f"{counts['accepted']} accepted, {counts['candidates']} candidates"
+        except NoLibrary as e:
+            if what == "kernels":
+                print("no accepted kernels yet")
+                return
+            path, held = e.path, "none yet: made when the first result is saved"
         except StoreError as e:
             _error(str(e))
             return
         o = self._model_options(args)
         print(
-            f"model: {o.name}{_usable(o)}\nlibrary: {path} ({counts['accepted']} accepted, "
-            f"{counts['candidates']} candidates)\nsamples per cell: {self.n}, repair rounds: {self.rounds}"
+            f"model: {o.name}{_usable(o)}\nlibrary: {path} ({held})"
+            f"\nsamples per cell: {self.n}, repair rounds: {self.rounds}"
             f"\nverifier: {_verifier_state()}"
         )
 

@@ -94,6 +94,19 @@ def _one_by_one(
     return got, None
 
 
+def _open_for_reading(path: Path) -> sqlite3.Connection:
+    """The damaged file, read only: `immutable` where SQLite cannot make its shared-memory
+    file beside it (a read-only folder, a full disk)."""
+    uri = path.resolve().as_uri()
+    db = sqlite3.connect(f"{uri}?mode=ro", uri=True)
+    try:
+        db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError:
+        db.close()
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True)
+
+
 def recover(path: Path, out: Path | None = None) -> Recovered:
     """Copy the readable rows of the library at `path` into a new library file `out`."""
     path = Path(path)
@@ -103,7 +116,7 @@ def recover(path: Path, out: Path | None = None) -> Recovered:
     if out.exists():
         raise StoreError(f"{out} exists already; move it aside or choose another --out.")
     try:
-        src = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        src = _open_for_reading(path)
         src.row_factory = sqlite3.Row
         version = src.execute("PRAGMA user_version").fetchone()[0]
     except sqlite3.DatabaseError as e:
@@ -118,8 +131,8 @@ def recover(path: Path, out: Path | None = None) -> Recovered:
         )
     result = Recovered(out)
     tmp = out.with_name(out.name + ".tmp")
-    tmp.unlink(missing_ok=True)
     try:
+        tmp.unlink(missing_ok=True)
         with Store(tmp) as dst:
             with dst.transaction() as db:
                 db.execute("PRAGMA defer_foreign_keys=ON")
@@ -146,10 +159,18 @@ def recover(path: Path, out: Path | None = None) -> Recovered:
         for suffix in ("-wal", "-shm"):
             Path(f"{tmp}{suffix}").unlink(missing_ok=True)
         tmp.replace(out)
+    except (StoreError, OSError) as e:
+        raise StoreError(
+            f"The recovered copy could not be written to {out}: {e} Choose a folder with room "
+            "that you can write to with --out; the damaged library was only read."
+        ) from e
     finally:
         src.close()
         for suffix in ("", "-wal", "-shm"):
-            Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+            try:
+                Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+            except OSError:
+                pass
     return result
 
 

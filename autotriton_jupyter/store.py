@@ -87,6 +87,21 @@ class LibraryDamaged(StoreError):
     """The library file is damaged; nothing is written to it."""
 
 
+class NoLibrary(StoreError):
+    """There is no kernel library at the path (reading only: nothing was made)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            f"There is no kernel library at {path} yet (it is made when a kernel or a result "
+            "is first saved); nothing was made."
+        )
+        self.path = path
+
+
+class NotALibrary(StoreError):
+    """The file is not a kernel library (another program's, empty, or of an unknown kind)."""
+
+
 def _damaged(path: Path, e: BaseException) -> LibraryDamaged:
     return LibraryDamaged(
         f"The kernel library {path} is damaged ({e}); nothing was written to it. "
@@ -108,11 +123,26 @@ def _is_damage(e: BaseException) -> bool:
     )
 
 
+def _env_path(name: str) -> Path | None:
+    """A path from an environment variable; a blank one, or one with a line break or a NUL,
+    is a StoreError (a stray space in a shell profile would otherwise make a library
+    named " ")."""
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return None
+    if not value.strip() or any(c in value for c in "\n\r\0"):
+        raise StoreError(
+            f"{name}={value!r} is not a usable path (blank, or with a line break); set it to "
+            f"a file path, or unset it for the default."
+        )
+    return Path(value).expanduser()
+
+
 def default_path() -> Path:
     """The library file: $AUTOTRITON_LIBRARY, else the user data directory."""
-    env = os.environ.get("AUTOTRITON_LIBRARY")
+    env = _env_path("AUTOTRITON_LIBRARY")
     if env:
-        return Path(env)
+        return env
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "autotriton" / "library.sqlite"
 
@@ -126,16 +156,18 @@ def side_dir(library: str | Path | None = None) -> Path:
     or `kernels/` beside it. AUTOTRITON_LIBRARY_FILES=beside puts them beside any
     library, =cache in the cache for any library."""
     path = Path(library) if library else default_path()
+    xdg = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    own = (xdg / "autotriton" / "library.sqlite").resolve()  # the default's own folder
     where = os.environ.get("AUTOTRITON_LIBRARY_FILES", "").strip().lower()
     if where not in ("", "beside", "cache"):
         raise StoreError(
             f"AUTOTRITON_LIBRARY_FILES={where!r} is not understood; use `beside` (next to the "
             "library) or `cache` (in the user cache folder)."
         )
-    if where == "beside" or (where == "" and path == default_path()):
+    if where == "beside" or (where == "" and path.resolve() == own):
         return path.parent
-    env = os.environ.get("AUTOTRITON_CACHE")
-    base = Path(env) if env else Path(
+    env = _env_path("AUTOTRITON_CACHE")
+    base = env if env else Path(
         os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     ) / "autotriton"
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
@@ -163,15 +195,31 @@ class Accepted:
 class Store:
     """One library file; open it per use (connections are cheap), close when done."""
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, *, write: bool = True) -> None:
+        """Opens (write=True: makes, or upgrades) the library at `path`.
+
+        write=False only reads: a missing library is NoLibrary, and nothing is made,
+        upgraded or switched to WAL."""
         self.path = Path(path) if path else default_path()
         # Why this library may not be written (None: it may); said by every write.
         self.read_only: str | None = None
         self._checked = False
+        if self.path.is_dir():
+            raise StoreError(
+                f"{self.path} is a folder; a kernel library is a file (e.g. "
+                f"{self.path / 'library.sqlite'})."
+            )
+        if self.path.exists() and not self.path.is_file():
+            raise NotALibrary(f"{self.path} is not a regular file, so it is not a kernel library.")
         new = not self.path.exists()
+        if new and not write:
+            raise NoLibrary(self.path)
         try:
             if new:
                 self._create()
+            elif not write:
+                self._open_read_only("it was opened for reading")
+                self._identify(self.db.execute("PRAGMA user_version").fetchone()[0])
             else:
                 self._open_existing()
         except StoreError:
@@ -253,6 +301,7 @@ class Store:
                 self.db.close()
                 self._open_read_only(_FULL_WHY)
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        empty = self._identify(version)
         if version > SCHEMA_VERSION:
             if not self.read_only:
                 self.db.close()
@@ -267,10 +316,51 @@ class Store:
         self._use_wal()
         self.db.execute("PRAGMA foreign_keys=ON")
         if version < SCHEMA_VERSION:
-            if self.db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0:
-                self._make_tables()  # an empty file, or one another process is making
+            if empty:
+                self._make_tables()  # one another process is making
             else:
                 self._upgrade(version)
+
+    def _identify(self, version: int) -> bool:
+        """Refuses a file that is not a kernel library, before anything is written to it;
+        True for a SQLite file with no tables yet (one another process is making)."""
+        if version < 0:
+            self.db.close()
+            raise NotALibrary(
+                f"{self.path} has a schema version ({version}) no autotriton-jupyter writes: it "
+                "is not a kernel library, or it is damaged; nothing was written to it."
+            )
+        if version > SCHEMA_VERSION:
+            return False
+        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not tables and not self._being_made():
+            self.db.close()
+            raise NotALibrary(
+                f"{self.path} is an empty file (0 bytes), not a kernel library; remove it, or "
+                "choose another path, and a new library is made there."
+            )
+        if tables and not {"tasks", "candidates", "accepted"} <= tables:
+            self.db.close()
+            raise NotALibrary(
+                f"{self.path} is a SQLite file of another kind (its tables: "
+                f"{', '.join(sorted(tables)[:5])}), not a kernel library; nothing was written "
+                "to it. Choose another path (--library or AUTOTRITON_LIBRARY)."
+            )
+        return not tables
+
+    def _being_made(self, wait_s: float = 1.0) -> bool:
+        """Whether an empty file is a library another process is making (it grows, or gets
+        its write-ahead log, within a moment), rather than an empty file left there."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                if self.path.stat().st_size > 0 or Path(f"{self.path}-wal").exists():
+                    return True
+            except OSError:
+                return False
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
 
     def _open_read_only(self, why: str) -> None:
         """Reading only; `immutable` where SQLite cannot even make its shared-memory file
@@ -358,6 +448,13 @@ class Store:
         except sqlite3.DatabaseError as e:
             return [str(e)]
         return [] if rows == ["ok"] else rows
+
+    def writable(self) -> None:
+        """Raises the StoreError a write would meet (read-only, newer, damaged, full disk),
+        before the work whose results are to be saved begins."""
+        self._may_write()
+        if _disk_full(self.path):
+            raise self._write_error(OSError(errno.ENOSPC, "No space left on device"))
 
     def _may_write(self) -> None:
         """Refuses a write to a library that cannot take it, saying why; checks the file once."""
@@ -615,13 +712,28 @@ def load_kernel(name: str, path: str | Path | None = None) -> Any:
     with Store(path) as store:
         kernel = store.get(name)
     # Triton needs the source on disk (it reads kernels with inspect.getsource).
-    cache = side_dir(path) / "kernels"
-    cache.mkdir(parents=True, exist_ok=True)
-    file = cache / f"{name}.py"
-    if not file.exists() or file.read_text() != kernel.code:
-        tmp = file.with_suffix(".py.tmp")
-        tmp.write_text(kernel.code)
-        tmp.replace(file)
+    try:
+        file = _kernel_file(side_dir(path) / "kernels", name, kernel.code)
+    except OSError as e:
+        # The side folder cannot be written (read-only, full, a file in the way): a folder
+        # of this process's own, removed when it ends, holds the source instead.
+        import atexit
+        import shutil
+        import tempfile
+
+        scratch = tempfile.mkdtemp(prefix="autotriton-kernels-")
+        atexit.register(shutil.rmtree, scratch, True)
+        warnings.warn(
+            f"The kernel's source could not be kept in {side_dir(path) / 'kernels'} ({e}); "
+            f"it is loaded from {scratch} for this session (AUTOTRITON_CACHE picks the folder).",
+            stacklevel=2,
+        )
+        try:
+            file = _kernel_file(Path(scratch), name, kernel.code)
+        except OSError as e2:
+            raise StoreError(
+                f"The kernel {name!r} could not be written anywhere for Triton to read ({e2})."
+            ) from e2
     module = types.ModuleType(f"autotriton_kernels.{name}")
     module.__file__ = str(file)
     _interpreter_without_gpu(name)
@@ -630,3 +742,14 @@ def load_kernel(name: str, path: str | Path | None = None) -> Any:
     if cls is None:
         raise StoreError(f"The kernel {name!r} defines no ModelNew.")
     return cls
+
+
+def _kernel_file(folder: Path, name: str, code: str) -> Path:
+    """The kernel's source as a file in `folder` (rewritten only when it changed)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    file = folder / f"{name}.py"
+    if not file.exists() or file.read_text() != code:
+        tmp = file.with_suffix(".py.tmp")
+        tmp.write_text(code)
+        tmp.replace(file)
+    return file

@@ -75,14 +75,16 @@ fi
 
 if want tests; then
     echo "== GPU tests"
-    timeout 470 "$PY" -m pytest tests/gpu -v -s -p no:cacheprovider --timeout 300 --durations=10 \
-        --ignore=tests/gpu/test_gpu_generate.py 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
+    # GPU_TESTS picks test files (default: all but the decode tests), GPU_TESTS_TIMEOUT the limit.
+    timeout "${GPU_TESTS_TIMEOUT:-470}" "$PY" -m pytest ${GPU_TESTS:-tests/gpu --ignore=tests/gpu/test_gpu_generate.py} \
+        -v -s -p no:cacheprovider --timeout 300 --durations=10 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
 fi
 
 if want attacks; then
     echo "== the attack corpus on the GPU, timing on (the timing attacks need it)"
+    # ATTACK_FILES picks some of them (the whole corpus takes longer than one device call).
     timeout "${ATTACKS_TIMEOUT:-400}" "$PY" tests/attacks/run_attacks.py --device cuda --out "$OUT/attacks-gpu.json" \
-        > "$OUT/attacks-gpu.log" 2>&1
+        ${ATTACK_FILES:-} > "$OUT/attacks-gpu.log" 2>&1
     grep -E ": (pass|conditional) " "$OUT/attacks-gpu.log"
     echo "attacks run: $(grep -cE '^[a-z_]+__.*: (pass|fail|conditional|inconclusive) ' "$OUT/attacks-gpu.log")," \
         "passed: $(grep -cE ': pass ' "$OUT/attacks-gpu.log")"

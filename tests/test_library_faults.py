@@ -225,3 +225,122 @@ def test_a_full_disk_says_so_and_leaves_the_library_intact(tmp_path):
     assert bytes.fromhex(got["bytes"]) == before
     assert "is full" in got["new"]
     assert got["left"] == ["filler", "lib.sqlite"]
+
+
+def _env_cli(env: dict, *args: str) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-m", "autotriton_jupyter", *args],
+        capture_output=True, text=True, cwd=ROOT, timeout=120, env={**os.environ, **env},
+    )
+
+
+def test_reading_a_library_that_is_not_there_makes_nothing(tmp_path):
+    path = tmp_path / "sub" / "lib.sqlite"
+    env = {"AUTOTRITON_LIBRARY": str(path)}
+    out = _env_cli(env, "kernels", "list")
+    assert out.returncode == 0 and "no accepted kernels yet" in out.stdout, out.stderr
+    out = _env_cli(env, "kernels", "show", "MyGelu")
+    assert out.returncode == 2 and "no kernel library" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+    from autotriton_jupyter.store import NoLibrary
+
+    with pytest.raises(NoLibrary):
+        Store(path, write=False)
+    assert not (tmp_path / "sub").exists()
+
+
+@pytest.mark.parametrize(
+    "make,why",
+    [
+        (lambda db: db.execute("CREATE TABLE notes(body TEXT)"), "another kind"),
+        (lambda db: db.execute("PRAGMA user_version = -4"), "schema version"),
+    ],
+    ids=["foreign_tables", "negative_version"],
+)
+def test_a_sqlite_file_of_another_kind_is_refused_and_left_alone(tmp_path, make, why):
+    path = tmp_path / "notes.sqlite"
+    db = sqlite3.connect(path)
+    make(db)
+    db.commit()
+    db.close()
+    before = path.read_bytes()
+    from autotriton_jupyter.store import NotALibrary
+
+    for write in (True, False):
+        with pytest.raises(NotALibrary, match=why):
+            Store(path, write=write)
+    out = _cli("kernels", "list", "--library", str(path))
+    assert out.returncode == 2 and why in out.stderr and "Traceback" not in out.stderr
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.sqlite"]  # no backup, no WAL
+
+
+def test_an_empty_file_is_not_taken_for_a_new_library(tmp_path):
+    path = tmp_path / "lib.sqlite"
+    path.touch()
+    from autotriton_jupyter.store import NotALibrary
+
+    with pytest.raises(NotALibrary, match="empty file"):
+        Store(path)
+    assert path.stat().st_size == 0
+
+
+@pytest.mark.parametrize("value", [" ", "lib\n.sqlite"])
+def test_a_blank_or_broken_library_variable_is_refused(tmp_path, value):
+    out = _env_cli({"AUTOTRITON_LIBRARY": value}, "kernels", "list")
+    assert out.returncode == 2 and "AUTOTRITON_LIBRARY" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_tritonize_refuses_a_library_it_cannot_write_before_any_work(tmp_path):
+    path = _library(tmp_path / "lib.sqlite")
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 9")
+    db.close()
+    task = ROOT / "tests" / "corpus" / "add_relu" / "task.py"
+    out = _cli("tritonize", str(task), "--library", str(path), "--model", "no-such-model-here")
+    assert out.returncode == 2, out.stderr
+    assert "newer autotriton-jupyter" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_kernel_sources_go_elsewhere_when_their_folder_cannot_be_written(tmp_path, monkeypatch):
+    from autotriton_jupyter import store as store_mod
+
+    lib = tmp_path / "proj" / "lib.sqlite"
+    lib.parent.mkdir()
+    with Store(lib) as s:
+        s.accept("K", s.add_task("t", "src"), "import torch\nclass ModelNew(torch.nn.Module):\n    pass\n")
+    blocker = tmp_path / "cache-is-a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("AUTOTRITON_CACHE", str(blocker))
+    monkeypatch.setenv("AUTOTRITON_LIBRARY", str(lib))
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # set for the process otherwise
+    # A library chosen by the variable keeps its side files out of its folder, as --library does.
+    assert store_mod.side_dir().parent.parent == blocker
+    with pytest.warns(UserWarning, match="could not be kept"):
+        cls = store_mod.load_kernel("K", lib)
+    assert cls.__name__ == "ModelNew"
+    assert not {"kernels", "jobs"} & {p.name for p in lib.parent.iterdir()}
+
+
+def test_recover_reads_a_library_in_a_read_only_folder(tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    path = _library(folder / "lib.sqlite")
+    out = tmp_path / "rescued.sqlite"
+    got = _bwrap("--ro-bind", str(folder), str(folder), script=f"""
+        import json, subprocess, sys
+        p = subprocess.run([sys.executable, "-m", "autotriton_jupyter", "kernels", "recover",
+                            "--library", {str(path)!r}, "--out", {str(out)!r}],
+                           capture_output=True, text=True)
+        q = subprocess.run([sys.executable, "-m", "autotriton_jupyter", "kernels", "recover",
+                            "--library", {str(path)!r}], capture_output=True, text=True)
+        print(json.dumps([p.returncode, p.stdout, p.stderr, q.returncode, q.stderr]))
+    """)
+    assert got[0] == 0, got[2]
+    assert "1 accepted" in got[1] or "accepted" in got[1]
+    assert got[3] == 2 and "--out" in got[4] and "Traceback" not in got[4]
+    with Store(out, write=False) as s:
+        assert [a.name for a in s.accepted()] == ["MyGelu"]

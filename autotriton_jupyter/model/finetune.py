@@ -81,7 +81,7 @@ def dataset_from_library(library: str | None = None) -> list[Example]:
     """Accepted kernels as examples, duplicates removed, in a stable order."""
     from ..store import Store
 
-    with Store(library) as store:
+    with Store(library, write=False) as store:
         accepted = store.accepted()
     seen: set[str] = set()
     examples = []

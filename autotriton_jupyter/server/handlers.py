@@ -52,7 +52,7 @@ def _adapters(store: Store) -> dict[str, str | None]:
 
 def _open(path: Path) -> Store:
     try:
-        return Store(path)
+        return Store(path, write=False)  # the panel only reads: it makes and upgrades nothing
     except OSError as e:
         raise StoreError(
             f"The kernel library {path} cannot be opened ({e}); check that its folder is "
