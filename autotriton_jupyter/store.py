@@ -378,6 +378,8 @@ class Store:
     def _upgrade(self, version: int) -> None:
         """Older schema: a backup copy beside the file, then every migration in one transaction."""
         backup = self.path.with_name(f"{self.path.name}.schema{version}.bak")
+        if backup.exists():  # an earlier upgrade's: kept, and this one's beside it
+            backup = backup.with_name(f"{self.path.name}.schema{version}.{int(time.time())}.bak")
         if not backup.exists():
             tmp = backup.with_name(backup.name + ".tmp")
             try:
@@ -406,6 +408,12 @@ class Store:
         if _is_damage(e):
             return _damaged(self.path, e)
         text = str(e).lower()
+        folder = self.path.parent
+        if creating and folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+            return StoreError(
+                f"A new kernel library cannot be made in {folder}: the folder is not writable "
+                f"({e}). Use a writable path (AUTOTRITON_LIBRARY or --library)."
+            )
         if "readonly" in text or "read-only" in text or getattr(e, "errno", None) in (
             errno.EROFS, errno.EACCES, errno.EPERM
         ):

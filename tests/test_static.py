@@ -306,3 +306,19 @@ def test_plain_format_strings_and_methods_stay_allowed():
         "        return x\n"
     )
     assert checks(body) == set()
+
+
+def test_self_is_trusted_only_as_a_methods_own_object():
+    """A nested function may take `ctx` first (Liger's decorators do), but is not trusted
+    with it: attributes named like a tensor's may be set only on a method's own object."""
+    nested = (
+        "def wrap(fn):\n"
+        "    def wrapper(ctx, *args):\n"
+        "        return fn(ctx, *args)\n"
+        "    return wrapper\n"
+    )
+    assert checks(OK_CLASS + nested) == set()
+    store = "def hook(self, out):\n    self.detach = print\n"
+    assert checks(OK_CLASS + store) == {"monkeypatch"}
+    method = "class H:\n    def attach(self, fn):\n        self.detach = fn\n"
+    assert checks(OK_CLASS + method) == set()

@@ -221,7 +221,23 @@ def _in_function(node: ast.AST, fn: ast.AST) -> bool:
 
 
 def _on_own_object(node: ast.expr) -> bool:
-    return isinstance(node, ast.Name) and node.id in _OWN_OBJECTS
+    """Whether node is self/cls/ctx as a method's own object: the name bound as the first
+    parameter of a function defined directly in a class body (seen from it or from a
+    function nested in it). The first parameter of any other function is a plain value."""
+    if not (isinstance(node, ast.Name) and node.id in _OWN_OBJECTS):
+        return False
+    scope = getattr(node, "_parent", None)
+    while scope is not None:
+        if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            a = scope.args
+            params = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+            params += [x.arg for x in (a.vararg, a.kwarg) if x is not None]
+            if node.id in params:
+                first = (a.posonlyargs + a.args)[:1]
+                in_class = isinstance(getattr(scope, "_parent", None), ast.ClassDef)
+                return in_class and bool(first) and first[0].arg == node.id
+        scope = getattr(scope, "_parent", None)
+    return False
 
 
 def _value_attr_problem(name: str, scope: _Scope, own: bool = False) -> tuple[str, str] | None:
@@ -827,7 +843,7 @@ class _Linter(ast.NodeVisitor):
         while isinstance(value, ast.Attribute):
             value = value.value
         return isinstance(value, ast.Name) and (
-            value.id in _OWN_OBJECTS or value.id in self.scope.classes
+            _on_own_object(value) or value.id in self.scope.classes
         )
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -887,14 +903,12 @@ _UNBINDABLE = frozenset(
 
 def _bindings(tree: ast.Module, linter: _Linter) -> None:
     """Refuse binding an _UNBINDABLE name, or self/cls/ctx anywhere but as the first
-    parameter of a method (a function defined directly in a class body)."""
+    parameter of a function (trusted as an own object only in a method: _on_own_object)."""
     methods_first: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
-                    first = (item.args.posonlyargs + item.args.args)[:1]
-                    methods_first.update(id(a) for a in first)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            first = (node.args.posonlyargs + node.args.args)[:1]
+            methods_first.update(id(a) for a in first)
 
     def bound(name: str, where: ast.AST, first_param: bool = False) -> None:
         if name in _UNBINDABLE:
@@ -906,8 +920,8 @@ def _bindings(tree: ast.Module, linter: _Linter) -> None:
         elif name in _OWN_OBJECTS and not first_param:
             linter.fail(
                 "not_allowed", where,
-                f"binds the name {name} outside a method's first parameter; the lint "
-                f"trusts {name} to be the method's own object",
+                f"binds the name {name} other than as a function's first parameter; the "
+                f"lint trusts {name} to be a method's own object, so rename it",
             )
 
     for node in ast.walk(tree):

@@ -83,9 +83,25 @@ def _bool_variant(x: torch.Tensor, variant: str, gen: torch.Generator) -> torch.
     return x
 
 
+def _lines(shape: torch.Size, r: int) -> torch.Tensor | None:
+    """A mask holding whole lines along every dim of a tensor of at least two dims: the
+    elements where all but at most one index is r modulo 8 (modulo the dim's size when it
+    is smaller). A reduction over any dim then meets lines the mask covers end to end."""
+    dims = [d for d, n in enumerate(shape) if n > 1]
+    if len(dims) < 2:
+        return None
+    count = torch.zeros(shape, dtype=torch.int8)
+    for d in dims:
+        n = shape[d]
+        hit = (torch.arange(n) % 8 == r % min(n, 8)).to(torch.int8)
+        count += hit.view([n if k == d else 1 for k in range(len(shape))])
+    return count >= len(dims) - 1
+
+
 def _storage_range(t: torch.Tensor) -> tuple[int, int]:
-    s = t.untyped_storage()
-    return s.data_ptr(), s.data_ptr() + s.nbytes()
+    s = torch.Tensor.untyped_storage(t)  # methods through the classes: never a candidate's
+    lo = torch.UntypedStorage.data_ptr(s)
+    return lo, lo + torch.UntypedStorage.nbytes(s)
 
 
 class Worker:
@@ -98,6 +114,7 @@ class Worker:
         self.model: Any = None
         self.models: list[Any] = []  # the candidate's: as get_init_inputs() builds it, and varied
         self.seed = 0
+        self.tolerance: tuple[float, float] = (0.0, 0.0)  # the judge's atol, rtol
         self.given_state: frozenset[int] = frozenset()  # storages of ModelNew's parameters
         self.module: Any = None
         self.sets: list[list[Any]] = []
@@ -164,13 +181,13 @@ class Worker:
     def _draw(self, seed: int, variant: str, shapes: list | None = None) -> list[Any]:
         """The task's own inputs for a seed, or a variant the judge makes of them.
 
-        - signed: every element's sign flipped at random (signed integers too), and every
-          eighth row of a float tensor all negative, another eighth all one value;
+        - signed: every element's sign flipped at random (signed integers too), and lines
+          along every dim of a float tensor all negative, others all one value;
         - scaled: x * 4 - mean, so values leave the range get_inputs() draws from;
         - extreme: magnitudes 64 times the task's, far past any range a kernel might
           have been fitted to (a dropped clamp, a softmax without its max pass);
         - zeros: an eighth of every tensor's elements set to exactly zero (a dropped guard
-          on a divisor), and every eighth row all zeros (a norm of zero);
+          on a divisor), and lines along every dim all zeros (a norm of zero);
         - offset: every value shifted by 256 times the tensor's largest magnitude (a
           one-pass variance, a sum that cancels);
         - tiny: magnitudes 1024 times smaller, exactly (an epsilon bigger than the
@@ -233,20 +250,16 @@ class Worker:
                 if x.is_floating_point():
                     x = (x * 2).round() / 2  # many equal values: ties for argmax, sort, max
                 x[torch.rand(x.shape, generator=gen) < 0.125] = 0  # exact zeros: guards, divisors
-                if x.dim() and x.shape[-1] > 1 and x.is_contiguous():
-                    x.view(-1, x.shape[-1])[1::8] = 0  # whole rows of zeros (a norm of 0)
-            if (
-                variant == "signed"
-                and isinstance(x, torch.Tensor)
-                and x.is_floating_point()
-                and x.dim()
-                and x.shape[-1] > 1
-                and x.is_contiguous()
-            ):
-                x = x.clone()
-                rows = x.view(-1, x.shape[-1])
-                rows[3::8] = -rows[3::8].abs() - 0.5  # rows all negative (a max padded with 0)
-                rows[5::8] = rows[5::8, :1]  # rows of one value (a variance of 0, ties)
+                lines = _lines(x.shape, 1)
+                if lines is not None:
+                    x[lines] = 0  # whole rows and columns of zeros, along every dim (a norm of 0)
+            if variant == "signed" and isinstance(x, torch.Tensor) and x.is_floating_point():
+                neg, same = _lines(x.shape, 3), _lines(x.shape, 5)
+                if neg is not None and same is not None:
+                    x = x.clone()
+                    # Lines along every dim all negative (a max padded with 0, over any dim)
+                    x[neg] = -x[neg].abs() - 0.5
+                    x[same] = x[same][:1]  # and all one value (a variance of 0, ties)
             out.append(x)
         return out
 
@@ -283,7 +296,7 @@ class Worker:
                 if self.device == "cuda":
                     torch.cuda.synchronize()
             except BaseException as e:
-                if spec["variant"] != "none":  # a variant the reference does not take: left out
+                if spec["variant"] != "none" or "init" in spec:  # a variant it does not take: left out
                     results.append({"label": spec["label"], "skipped": _describe(e)})
                     continue
                 on = f" on input set '{spec['label']}'" if spec.get("shapes") is not None else ""
@@ -346,8 +359,10 @@ class Worker:
     def op_load_candidate(self, msg: dict) -> dict:
         path = self._write_source(msg["source"], "candidate")
         self.out_nbytes = list(msg.get("out_nbytes", []))
+        self.tolerance = tuple(msg.get("tolerance", (0.0, 0.0)))
         self.probe = probes.LaunchProbe(str(path))
         self.probe.install()
+        probes.guard_classes(CANDIDATE_MODULE)
         self.snapshot = probes.identity_snapshot()
         self.methods = probes.class_methods()
         try:
@@ -364,18 +379,18 @@ class Worker:
             raise WorkerError(f"ModelNew(*get_init_inputs()) raised {_describe(e)}") from e
         copied, mode, unmatched = self._copy_state(model, msg["state"])
         self.models = [model]
-        if msg.get("init_variant") is not None:
+        for init in msg.get("init_variants", []):
             # Built now, like the first: a candidate cannot tell which one a call goes to.
             try:
                 torch.manual_seed(msg["seed"])
-                other = cls(*msg["init_variant"]).to(self.device)
+                other = cls(*init).to(self.device)
                 self._copy_state(other, msg["state"])
                 self.models.append(other)
             except BaseException as e:
                 self.models.append(
                     WorkerError(
-                        f"ModelNew(*get_init_inputs()) with its float arguments scaled by 1.5 "
-                        f"raised {_describe(e)}, and Model took them"
+                        f"ModelNew(*{init!r})(get_init_inputs() varied by the judge) raised "
+                        f"{_describe(e)}, and Model took those arguments"
                     )
                 )
         fwd = getattr(type(model), "forward", None)
@@ -407,7 +422,12 @@ class Worker:
         model: torch.nn.Module, ref: dict[str, torch.Tensor]
     ) -> tuple[int, str, list[str]]:
         """Give the candidate the reference's parameters: by name, else by position and shape."""
-        own = model.state_dict()
+        # nn.Module's own walk, and only plain tensors: not a candidate's state_dict() or copy_.
+        own = {
+            k: v
+            for k, v in torch.nn.Module.state_dict(model).items()
+            if type(v) in (torch.Tensor, torch.nn.Parameter)
+        }
         by_name = [k for k, v in own.items() if k in ref and ref[k].shape == v.shape]
         mode = "name"
         pairs = [(k, k) for k in by_name]
@@ -421,7 +441,7 @@ class Worker:
             mode = "position"
         with torch.no_grad():
             for mine, theirs in pairs:
-                own[mine].copy_(ref[theirs])
+                torch.Tensor.copy_(own[mine], ref[theirs])
         unmatched = [k for k in ref if k not in {t for _, t in pairs}]
         return len(pairs), mode, unmatched
 
@@ -463,7 +483,7 @@ class Worker:
         stream = torch.cuda.current_stream().cuda_stream if self.device == "cuda" else None
         self.probe.reset()
         given = self.given_state | {t.untyped_storage().data_ptr() for t in _tensors(inputs)}
-        audit = probes.OpAudit(self.probe, self.device, given)
+        audit = probes.OpAudit(self.probe, self.device, given, self.tolerance)
         obs: dict[str, Any] = {}
         t0 = time.perf_counter()
         self.probe.recording = True
@@ -550,7 +570,7 @@ class Worker:
                 return f"an output has dtype {x.dtype}, which the verifier cannot compare yet"
             if x.layout != torch.strided or x.is_meta or x.device.type != self.device:
                 return f"an output is not a real {self.device} tensor ({x.device}, {x.layout})"
-            if x.numel() and x.untyped_storage().nbytes() == 0:
+            if x.numel() and torch.UntypedStorage.nbytes(torch.Tensor.untyped_storage(x)) == 0:
                 return "an output has no storage"
             return None
 

@@ -1,4 +1,4 @@
-# expect: fail launches
+# expect: fail monkeypatch|launches
 import torch
 import torch.nn as nn
 import triton
