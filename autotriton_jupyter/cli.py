@@ -372,6 +372,12 @@ def _check_generate(args: argparse.Namespace) -> None:
             raise TaskError(
                 f"{str(e).rstrip('.')}; it is the default output folder: choose another with -o DIR."
             ) from None
+    blocked = [p for p in earlier_samples(out) if not p.is_file()]
+    if blocked:
+        raise TaskError(
+            f"{blocked[0]} is not a file, so the sample cannot be written there (even with "
+            "--force); move it away or choose another folder with -o DIR."
+        )
     found = [] if args.force else earlier_samples(out)
     if found:
         shown = ", ".join(p.name for p in found[:4]) + (", ..." if len(found) > 4 else "")
@@ -649,13 +655,18 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
 
 def cmd_kernels_check(args: argparse.Namespace) -> int:
     """SQLite's integrity check of the library: exit 0 when sound, 1 when damaged."""
-    from .store import Store, default_path
+    from .store import LibraryDamaged, Store, default_path
 
     path = Path(args.library) if args.library else default_path()
     if not path.exists():
         print(f"autotriton: there is no kernel library at {path} yet", file=sys.stderr)
         return EXIT_USAGE
-    with Store(path, write=False) as store:
+    try:
+        store = Store(path, write=False)
+    except LibraryDamaged as e:  # damaged past opening: the same answer as damaged pages
+        print(f"autotriton: {_one_line(e)}", file=sys.stderr)
+        return 1
+    with store:
         problems = store.check()
         if problems:
             print(f"the kernel library {path} is damaged:", file=sys.stderr)

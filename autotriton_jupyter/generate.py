@@ -65,19 +65,46 @@ def earlier_samples(out_dir: str | Path) -> list[Path]:
     return sorted(found, key=lambda p: (len(p.name), p.name))
 
 
+def _write_whole(path: Path, text: str) -> None:
+    """A file written whole or not at all (a full disk leaves no half, or empty, file)."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    except OSError as e:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        from .task import TaskError
+
+        raise TaskError(
+            f"{path} could not be written ({e.strerror or e}); the samples are not saved. Free "
+            "some space or choose a writable folder with -o DIR, then run again."
+        ) from e
+
+
 def write_samples(samples: list[Sample], out_dir: str | Path, model: str) -> Path:
     """Write sample-K.md (the whole completion), sample-K.py (the candidate) and summary.json."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        from .task import TaskError
+
+        raise TaskError(
+            f"The folder {out} could not be made ({e.strerror or e}); the samples are not "
+            "saved. Choose a writable folder with -o DIR, then run again."
+        ) from e
     summary = []
     for s in samples:
         k = s.completion.sample + 1
         text_path = out / f"sample-{k}.md"
-        text_path.write_text(s.completion.text)
+        _write_whole(text_path, s.completion.text)
         s.text_path = str(text_path)
         if s.extraction.code:
             code_path = out / f"sample-{k}.py"
-            code_path.write_text(s.extraction.code)
+            _write_whole(code_path, s.extraction.code)
             s.code_path = str(code_path)
         summary.append(
             {
@@ -93,9 +120,7 @@ def write_samples(samples: list[Sample], out_dir: str | Path, model: str) -> Pat
             }
         )
     path = out / "summary.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"model": model, "samples": summary}, indent=2))
-    tmp.replace(path)  # never a half-written summary
+    _write_whole(path, json.dumps({"model": model, "samples": summary}, indent=2))
     return path
 
 

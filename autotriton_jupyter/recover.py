@@ -113,6 +113,13 @@ def recover(path: Path, out: Path | None = None) -> Recovered:
     if not path.is_file():
         raise StoreError(f"There is no kernel library at {path}.")
     out = Path(out) if out else path.with_name(path.stem + ".recovered" + path.suffix)
+    if out.name.endswith(("-wal", "-shm", "-journal")):
+        raise StoreError(
+            f"{out} is named like one of SQLite's own files beside a library (which SQLite "
+            "removes); choose another --out."
+        )
+    if path.stat().st_size == 0:
+        raise StoreError(f"{path} is an empty file (0 bytes): there is nothing to recover.")
     if out.exists():
         raise StoreError(f"{out} exists already; move it aside or choose another --out.")
     try:
@@ -128,6 +135,16 @@ def recover(path: Path, out: Path | None = None) -> Recovered:
         raise StoreError(
             f"{path} was written by a newer autotriton-jupyter (schema {version}); recover it "
             "with that version."
+        )
+    try:
+        tables = {r[0] for r in src.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.DatabaseError:
+        tables = None  # the schema itself is damaged: try every table anyway
+    if tables is not None and not tables & set(TABLES):
+        src.close()
+        raise StoreError(
+            f"{path} is not a kernel library (it has none of the tables {', '.join(TABLES)}); "
+            "there is nothing to recover."
         )
     result = Recovered(out)
     tmp = out.with_name(out.name + ".tmp")
@@ -161,8 +178,8 @@ def recover(path: Path, out: Path | None = None) -> Recovered:
         tmp.replace(out)
     except (StoreError, OSError) as e:
         raise StoreError(
-            f"The recovered copy could not be written to {out}: {e} Choose a folder with room "
-            "that you can write to with --out; the damaged library was only read."
+            f"The recovered copy could not be written to {out}: {str(e).rstrip('.')}. Choose a "
+            "folder with room that you can write to with --out; the library was only read."
         ) from e
     finally:
         src.close()

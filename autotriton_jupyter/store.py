@@ -218,7 +218,15 @@ class Store:
             if new:
                 self._create()
             elif not write:
-                self._open_read_only("it was opened for reading")
+                why = _unwritable(self.path)
+                if why:
+                    self._open_read_only(why)
+                else:
+                    # An ordinary connection that may not write: at close SQLite removes the
+                    # write-ahead log and shared-memory files it made (a mode=ro one cannot).
+                    self.read_only = "it was opened for reading"
+                    self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+                    self.db.execute("PRAGMA query_only = ON")
                 self._identify(self.db.execute("PRAGMA user_version").fetchone()[0])
             else:
                 self._open_existing()
@@ -678,7 +686,7 @@ def _disk_full(path: Path) -> bool:
         st = os.statvfs(path.parent)
     except OSError:
         return False
-    return st.f_bavail * st.f_frsize < 64 * 1024
+    return st.f_blocks > 0 and st.f_bavail * st.f_frsize < 64 * 1024  # /proc has no blocks
 
 
 def _unwritable(path: Path) -> str | None:

@@ -297,3 +297,46 @@ def test_generate_refuses_to_overwrite_earlier_samples_without_force(tmp_path):
     forced = _cli(tmp_path, *argv, "--force")
     assert forced.returncode == 0, forced.stderr
     assert (out / "sample-1.py").read_text() != "# edited by hand\n"
+
+
+def test_generate_refuses_a_folder_where_a_sample_goes_even_with_force(tmp_path, capsys):
+    out = tmp_path / "gen"
+    (out / "sample-1.md").mkdir(parents=True)
+    task = Path(__file__).parent / "corpus" / "add_relu" / "task.py"
+    code = cli.main(["generate", str(task), "--model", "no-such-model", "-o", str(out), "--force"])
+    err = capsys.readouterr().err
+    assert code == 2 and "is not a file" in err and "Traceback" not in err
+
+
+def test_samples_that_cannot_be_written_leave_no_partial_files(tmp_path):
+    from autotriton_jupyter.generate import _write_whole
+    from autotriton_jupyter.task import TaskError
+
+    target = tmp_path / "sample-1.md"
+    target.mkdir()  # replace() onto a folder fails the way a full disk does: an OSError
+    with pytest.raises(TaskError, match="could not be written"):
+        _write_whole(target, "text")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sample-1.md"]
+
+
+def test_recover_refuses_names_sqlite_owns_and_files_that_are_not_libraries(tmp_path):
+    import sqlite3
+
+    from autotriton_jupyter.recover import recover
+    from autotriton_jupyter.store import Store, StoreError
+
+    lib = tmp_path / "lib.sqlite"
+    with Store(lib) as s:
+        s.add_task("t", "src")
+    with pytest.raises(StoreError, match="SQLite's own files"):
+        recover(lib, tmp_path / "lib.sqlite-wal")
+    other = tmp_path / "notes.sqlite"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE notes(x)")
+    with pytest.raises(StoreError, match="not a kernel library"):
+        recover(other)
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()
+    with pytest.raises(StoreError, match="empty file"):
+        recover(empty)
+    assert not (tmp_path / "notes.recovered.sqlite").exists()

@@ -12,8 +12,8 @@
 
 from __future__ import annotations
 
+import ast
 import builtins
-import functools
 import math
 import os
 import threading
@@ -77,7 +77,7 @@ class LaunchProbe:
     def touch(self, args: tuple, kwargs: dict) -> None:
         for a in (*args, *kwargs.values()):
             if isinstance(a, torch.Tensor):
-                self.touched.add(a.untyped_storage().data_ptr())
+                self.touched.add(_ptr(a))
 
     def install(self) -> None:
         # Import the modules that define launchers, so their classes exist to be wrapped.
@@ -186,9 +186,16 @@ _COPY_OPS = frozenset(
 _FILL_OPS = frozenset({"fill_", "fill"})
 
 
+_TB = torch._C.TensorBase  # methods through the class: never an attribute a candidate set
+
+
+def _ptr(t: torch.Tensor) -> int:
+    return torch.UntypedStorage.data_ptr(_TB.untyped_storage(t))
+
+
 def _storage_bytes(t: torch.Tensor) -> torch.Tensor:
     """The whole storage under t, as bytes."""
-    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
+    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(_TB.untyped_storage(t))
 
 
 def _near(mine: torch.Tensor, snap: torch.Tensor, dtype: torch.dtype, atol: float, rtol: float) -> bool:
@@ -257,14 +264,14 @@ class OpAudit(TorchDispatchMode):
                 and all(isinstance(a, torch.Tensor) for a in sources)
                 and all(self._pytorch_data(a) for a in sources)
             ):
-                self.copies[dest.untyped_storage().data_ptr()] = _storage_bytes(dest).clone()
+                self.copies[_ptr(dest)] = _storage_bytes(dest).clone()
         return out
 
     def _pytorch_data(self, t: torch.Tensor) -> bool:
         """Whether t holds data no kernel of the candidate made: forward's inputs and
         parameters, storages no launch touched, or a PyTorch copy of such data that no
         kernel changed since (a kernel that only read the copy did not make it)."""
-        ptr = t.untyped_storage().data_ptr()
+        ptr = _ptr(t)
         if ptr in self.given or ptr not in self.launches.touched:
             return True
         snap = self.copies.get(ptr)
@@ -277,7 +284,7 @@ class OpAudit(TorchDispatchMode):
         n = 0
         for o in outputs:
             mine = _storage_bytes(o)
-            snap = self.copies.get(o.untyped_storage().data_ptr())
+            snap = self.copies.get(_ptr(o))
             if snap is not None and _near(mine, snap, o.dtype, self.atol, self.rtol):
                 n += 1
             elif mine.numel() and any(
@@ -403,76 +410,104 @@ def changed_methods(before: dict[str, int]) -> list[str]:
     return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
 
 
-# Methods whose first parameter is bound by Python, not by the caller: left alone.
-_UNGUARDED = frozenset({"__new__", "__init_subclass__", "__class_getitem__", "__set_name__"})
-_OWN_NAMES = ("self", "cls", "ctx")
+GUARD_NAME = "__autotriton_own_object__"
+_OWN_NAMES = ("self", "ctx")
 
 
-def _first_param(fn: types.FunctionType) -> str | None:
-    code = fn.__code__
-    return code.co_varnames[0] if code.co_argcount + code.co_posonlyargcount else None
-
-
-def _checked(fn: types.FunctionType, cls: type, ctx: bool) -> Any:
-    """fn, refusing a first argument that is not its class's (or, for an autograd
-    Function's staticmethods, not autograd's context)."""
+def _check_own(obj: Any, qualname: str, method: str, param: str) -> None:
+    """The check every method of a candidate's class starts with (guard_source puts it
+    there): its `self` is one of its class's, an autograd staticmethod's `ctx` autograd's."""
     from torch.autograd.function import FunctionCtx
 
-    name = _first_param(fn)
-    want = FunctionCtx if ctx else cls
-
-    @functools.wraps(fn)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        first = args[0] if args else kwargs.get(name or "", None)
-        if not isinstance(first, want):
-            raise TypeError(
-                f"{cls.__name__}.{fn.__name__} was called with a {type(first).__name__} as its "
-                f"{name}; a method's own object must be one of its class's (calling a method "
-                "through its class with another object is not allowed)"
-            )
-        return fn(*args, **kwargs)
-
-    return checked
+    cls = _check_own.classes.get(qualname)  # type: ignore[attr-defined]
+    if cls is None:
+        raise TypeError(
+            f"{qualname}.{method} was called before its class was made (from the class body); "
+            "a method may run only on an object of its class"
+        )
+    want: Any = FunctionCtx if param == "ctx" and issubclass(cls, torch.autograd.Function) else cls
+    if not isinstance(obj, want):
+        raise TypeError(
+            f"{qualname}.{method} was called with a {type(obj).__name__} as its {param}; a "
+            "method's own object must be one of its class's (calling a method through its "
+            "class, or a copy of it, with another object is not allowed)"
+        )
 
 
-def guard_methods(cls: type) -> None:
-    """Every method of a candidate's class checks that its `self` (or a staticmethod's
-    `self`/`ctx`) is what it claims: the lint trusts those names, and `Own.method(obj)`
-    would otherwise make any object `self`."""
-    is_function = isinstance(cls, type) and issubclass(cls, torch.autograd.Function)
-    for key, value in list(_vars(cls).items()):
-        if key in _UNGUARDED:
-            continue
-        if isinstance(value, types.FunctionType) and _first_param(value):
-            setattr(cls, key, _checked(value, cls, ctx=False))
-        elif isinstance(value, staticmethod) and isinstance(value.__func__, types.FunctionType):
-            if _first_param(value.__func__) in _OWN_NAMES:
-                setattr(cls, key, staticmethod(_checked(value.__func__, cls, ctx=is_function)))
-        elif isinstance(value, property):
-            setattr(cls, key, property(
-                *(
-                    _checked(f, cls, ctx=False) if isinstance(f, types.FunctionType) else f
-                    for f in (value.fget, value.fset, value.fdel)
-                ),
-                value.__doc__,
-            ))
+# The candidate's classes by qualified name, as made (kept on the function: the judge's
+# data tables are fingerprinted for tampering, and this one grows).
+_check_own.classes = {}  # type: ignore[attr-defined]
 
 
-def guard_classes(module_name: str) -> None:
-    """From now on, every class the module `module_name` makes (at import or later) gets
-    guard_methods as soon as its body has run, before any other code can hold its
-    methods unguarded."""
+def guard_source(tree: ast.Module) -> ast.Module:
+    """Every function defined directly in a class body whose first parameter is `self` or
+    `ctx` gets, as its first statement, a call that checks that object (_check_own).
+
+    The lint trusts those names with the candidate's own attributes; without this,
+    `Own.method(obj)`, or a raw copy of the function kept in a tuple or by a decorator,
+    would make any object `self`. The check is part of the function's own code, so every
+    copy of it checks. Line numbers are kept (the call takes the first statement's)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name | ast.arg | ast.FunctionDef | ast.ClassDef | ast.alias):
+            name = getattr(node, "id", None) or getattr(node, "arg", None) or getattr(node, "name", None) or getattr(node, "asname", None)
+            if name == GUARD_NAME:
+                raise ValueError(f"the candidate uses the name {GUARD_NAME}, which is the judge's")
+    _guard_classes(tree, [])
+    return ast.fix_missing_locations(tree)
+
+
+def _guard_classes(node: ast.AST, path: list[str]) -> None:
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.ClassDef):
+            qual = [*path, child.name]
+            for item in child.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    first = (item.args.posonlyargs + item.args.args)[:1]
+                    if first and first[0].arg in _OWN_NAMES and not _is_classmethod(item):
+                        _prepend_check(item, ".".join(qual), first[0].arg)
+            _guard_classes(child, qual)
+        elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+            _guard_classes(child, [*path, child.name, "<locals>"])
+        else:
+            _guard_classes(child, path)
+
+
+def _is_classmethod(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "classmethod" for d in fn.decorator_list)
+
+
+def _prepend_check(fn: ast.FunctionDef | ast.AsyncFunctionDef, qual: str, param: str) -> None:
+    body = fn.body
+    at = 1 if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str) else 0
+    anchor = body[min(at, len(body) - 1)]
+    call = ast.Expr(
+        ast.Call(
+            ast.Name(GUARD_NAME, ast.Load()),
+            [ast.Name(param, ast.Load()), ast.Constant(qual), ast.Constant(fn.name), ast.Constant(param)],
+            [],
+        )
+    )
+    for n in ast.walk(call):
+        ast.copy_location(n, anchor)
+        n.end_lineno, n.end_col_offset = anchor.lineno, anchor.col_offset  # type: ignore[attr-defined]
+    body.insert(at, call)
+
+
+def register_classes(module_name: str) -> None:
+    """From now on, every class the module `module_name` makes is known to _check_own by its
+    qualified name (as soon as its body has run); the check is reachable as a builtin."""
+    setattr(builtins, GUARD_NAME, _check_own)
     build = builtins.__build_class__
-    if getattr(build, "_guards", None) == module_name:
+    if getattr(build, "_registers", None) == module_name:
         return
 
     def build_class(func: Any, name: str, *bases: Any, **kw: Any) -> Any:
         cls = build(func, name, *bases, **kw)
         if isinstance(cls, type) and _vars(cls).get("__module__") == module_name:
-            guard_methods(cls)
+            _check_own.classes[cls.__qualname__] = cls  # type: ignore[attr-defined]
         return cls
 
-    build_class._guards = module_name  # type: ignore[attr-defined]
+    build_class._registers = module_name  # type: ignore[attr-defined]
     builtins.__build_class__ = build_class
 
 

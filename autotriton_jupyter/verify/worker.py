@@ -44,12 +44,20 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[:400]}" if text else type(e).__name__
 
 
-def _import_file(path: Path, name: str) -> Any:
+def _import_file(path: Path, name: str, guard: bool = False) -> Any:
+    """Import a file as module `name`; guard: with every method checking its own object
+    (probes.guard_source), compiled from the file's syntax tree (its lines kept)."""
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    if not guard:
+        spec.loader.exec_module(module)
+        return module
+    import ast
+
+    tree = probes.guard_source(ast.parse(path.read_text(), str(path)))
+    exec(compile(tree, str(path), "exec"), module.__dict__)
     return module
 
 
@@ -362,11 +370,11 @@ class Worker:
         self.tolerance = tuple(msg.get("tolerance", (0.0, 0.0)))
         self.probe = probes.LaunchProbe(str(path))
         self.probe.install()
-        probes.guard_classes(CANDIDATE_MODULE)
+        probes.register_classes(CANDIDATE_MODULE)
         self.snapshot = probes.identity_snapshot()
         self.methods = probes.class_methods()
         try:
-            mod = _import_file(path, CANDIDATE_MODULE)
+            mod = _import_file(path, CANDIDATE_MODULE, guard=True)
         except BaseException as e:
             raise WorkerError(f"Importing the candidate raised {_describe(e)}") from e
         cls = getattr(mod, "ModelNew", None)
