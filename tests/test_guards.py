@@ -43,6 +43,14 @@ class Hook:
 
     tools = (attach,)
 
+    def plant(cls, fn):
+        cls.hit = fn
+
+    @classmethod
+    @keep
+    def make(cls):
+        return cls()
+
 
 class Fn(torch.autograd.Function):
     @staticmethod
@@ -85,10 +93,13 @@ def test_methods_refuse_a_foreign_self_however_they_are_reached(module):
         lambda: module["STASH"][0](storage),  # a raw copy kept by a decorator
         lambda: Hook.helper(storage, 5),
         lambda: Hook.size.fget(storage),
+        lambda: Hook.plant(torch.Tensor, print),  # cls: a class, and one of its own
+        lambda: module["STASH"][1](torch.Tensor),  # a real classmethod's raw copy
     ):
         with pytest.raises(TypeError, match="own object must be one of its class"):
             call()
-    assert not hasattr(storage, "hit")
+    assert not hasattr(storage, "hit") and not hasattr(torch.Tensor, "hit")
+    assert isinstance(Hook.make(), Hook)
 
 
 def test_autograd_functions_still_run_and_refuse_a_foreign_ctx(module):

@@ -79,10 +79,13 @@ def adapters_dir() -> Path:
 
 def dataset_from_library(library: str | None = None) -> list[Example]:
     """Accepted kernels as examples, duplicates removed, in a stable order."""
-    from ..store import Store
+    from ..store import NoLibrary, Store
 
-    with Store(library, write=False) as store:
-        accepted = store.accepted()
+    try:
+        with Store(library, write=False) as store:
+            accepted = store.accepted()
+    except NoLibrary:
+        accepted = []  # no library yet: nothing accepted to learn from
     seen: set[str] = set()
     examples = []
     for a in sorted(accepted, key=lambda a: a.name):

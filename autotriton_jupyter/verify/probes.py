@@ -411,7 +411,7 @@ def changed_methods(before: dict[str, int]) -> list[str]:
 
 
 GUARD_NAME = "__autotriton_own_object__"
-_OWN_NAMES = ("self", "ctx")
+_OWN_NAMES = ("self", "cls", "ctx")  # the names the lint trusts (static._OWN_OBJECTS)
 
 
 def _check_own(obj: Any, qualname: str, method: str, param: str) -> None:
@@ -425,8 +425,13 @@ def _check_own(obj: Any, qualname: str, method: str, param: str) -> None:
             f"{qualname}.{method} was called before its class was made (from the class body); "
             "a method may run only on an object of its class"
         )
-    want: Any = FunctionCtx if param == "ctx" and issubclass(cls, torch.autograd.Function) else cls
-    if not isinstance(obj, want):
+    if param == "cls":  # a classmethod's (or a raw copy's): the class or a subclass of it
+        ok = isinstance(obj, type) and issubclass(obj, cls)
+    elif param == "ctx" and issubclass(cls, torch.autograd.Function):
+        ok = isinstance(obj, FunctionCtx)
+    else:
+        ok = isinstance(obj, cls)
+    if not ok:
         raise TypeError(
             f"{qualname}.{method} was called with a {type(obj).__name__} as its {param}; a "
             "method's own object must be one of its class's (calling a method through its "
@@ -463,17 +468,13 @@ def _guard_classes(node: ast.AST, path: list[str]) -> None:
             for item in child.body:
                 if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
                     first = (item.args.posonlyargs + item.args.args)[:1]
-                    if first and first[0].arg in _OWN_NAMES and not _is_classmethod(item):
+                    if first and first[0].arg in _OWN_NAMES:
                         _prepend_check(item, ".".join(qual), first[0].arg)
             _guard_classes(child, qual)
         elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
             _guard_classes(child, [*path, child.name, "<locals>"])
         else:
             _guard_classes(child, path)
-
-
-def _is_classmethod(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    return any(isinstance(d, ast.Name) and d.id == "classmethod" for d in fn.decorator_list)
 
 
 def _prepend_check(fn: ast.FunctionDef | ast.AsyncFunctionDef, qual: str, param: str) -> None:

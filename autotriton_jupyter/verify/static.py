@@ -897,7 +897,8 @@ def _check_model_new(tree: ast.Module, paths: _Paths, problems: list[Problem]) -
 # own object, which the lint trusts on attributes.
 _UNBINDABLE = frozenset(
     "eval exec compile open globals locals vars __import__ getattr setattr delattr hasattr "
-    "breakpoint type dir memoryview super __builtins__".split()
+    "breakpoint type dir memoryview super __builtins__ classmethod staticmethod property "
+    "isinstance issubclass".split()
 )
 
 
