@@ -156,8 +156,7 @@ def side_dir(library: str | Path | None = None) -> Path:
     or `kernels/` beside it. AUTOTRITON_LIBRARY_FILES=beside puts them beside any
     library, =cache in the cache for any library."""
     path = Path(library) if library else default_path()
-    xdg = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    own = (xdg / "autotriton" / "library.sqlite").resolve()  # the default's own folder
+    own = default_path().resolve()  # the default library ($AUTOTRITON_LIBRARY, else XDG's)
     where = os.environ.get("AUTOTRITON_LIBRARY_FILES", "").strip().lower()
     if where not in ("", "beside", "cache"):
         raise StoreError(
