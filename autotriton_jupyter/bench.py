@@ -82,6 +82,10 @@ def bench_pipeline(
             best = result.best
             timing = (best.report.timing or {}) if best and best.report else {}
             lags = [first[i] - done_at[i] for i in first if i in done_at]
+            steps: dict[str, float] = {}  # the slowest candidate's seconds for each step
+            for c in result.candidates:
+                for k, v in ((c.report.seconds if c.report else None) or {}).items():
+                    steps[k] = max(steps.get(k, 0.0), v)
             run = {
                 "run": r + 1,
                 "task": ref_path,
@@ -100,6 +104,7 @@ def bench_pipeline(
                 "best_speedup_vs_compile": timing.get("speedup_vs_compile"),
                 "reference_timing_cached": bool(timing.get("reference_timed_at")),
                 "html_chars": len(html),
+                "steps_s": steps,
             }
             runs.append(run)
             emit(
@@ -128,6 +133,11 @@ def bench_pipeline(
             + f"{run['passed']}/{run['candidates']} passed{speed}"
             + (" (reference timings from the cache)" if run["reference_timing_cached"] else "")
         )
+        if run["steps_s"]:
+            lines.append(
+                "    slowest candidate's steps: "
+                + ", ".join(f"{k} {v:.2f} s" for k, v in run["steps_s"].items())
+            )
     return {
         "reference": reference,
         "candidates": candidates,

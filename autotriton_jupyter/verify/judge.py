@@ -21,7 +21,7 @@ from typing import Any
 
 from ..task import Candidate, Task, TaskError, arity, parse_source, signature
 from . import refcache, static
-from .checks import compare, null_control
+from .checks import Comparison, compare, null_control
 from .report import CONDITIONAL, FAIL, INCONCLUSIVE, PASS, Report
 from .sandbox import Pool, Worker, WorkerFailure
 from .shapes import ShapeError, describe, parse_shapes
@@ -570,7 +570,9 @@ class Verifier:
             r.add(check, FAIL, " ".join(dict.fromkeys(messages)))
         r.notes.extend(lint.notes)
         if not r.failed():
+            t_ref = time.perf_counter()
             ref = self.prepare(task)  # a reference that cannot run is the caller's error
+            r.seconds["reference"] = time.perf_counter() - t_ref
             self._signature(task, candidate, r)
         if r.failed():
             r.seconds["total"] = time.perf_counter() - t0
@@ -665,7 +667,16 @@ class Verifier:
     ) -> None:
         o = self.options
         seed = ref.seed
+        step = time.perf_counter()
+
+        def took(name: str) -> None:
+            nonlocal step
+            now = time.perf_counter()
+            r.seconds[name] = now - step
+            step = now
+
         with self.pool.lock.shared():
+            took("gpu_wait")
             out_bytes = sum(ref.out_nbytes)
             loaded = w.call(
                 "load_candidate",
@@ -681,6 +692,7 @@ class Verifier:
                 tolerance=(o.atol, o.rtol),
             )
             r.add("load", PASS)
+            took("load")
             if loaded["unmatched"] and ref.state:
                 r.notes.append(
                     f"{len(loaded['unmatched'])} reference parameters/buffers have no "
@@ -721,6 +733,7 @@ class Verifier:
                 {"set": late, "slot": late, "kind": "late", "extra_calls": _late_calls()}
             )
             ran = self._run_plan(ref, w, plan, r.candidate)
+            took("runs")
         self._tampering(loaded["tampered"] + ran["tampered"], r)
         if (
             len(ran["runs"]) < len(plan)
@@ -729,7 +742,10 @@ class Verifier:
         ):
             r.add("runs", FAIL, "The worker returned fewer runs than it was asked for.")
             return
-        self._runs(ref, plan[: len(ran["runs"])] if ran["stopped"] else plan, ran["runs"], r)
+        self._runs(
+            ref, plan[: len(ran["runs"])] if ran["stopped"] else plan, ran["runs"], r, ran["compared"]
+        )
+        took("compare")
         if ran["stopped"]:
             r.notes.append("the repeated calls were skipped: the output was already wrong")
         if r.blocking() or not o.timing:
@@ -741,10 +757,13 @@ class Verifier:
         if before_timing is not None and not before_timing(r):
             r.notes.append("timing was skipped: the run was interrupted")
             return
+        step = time.perf_counter()
         rt = self._reference_timing(ref)
+        took("reference_timing")
         keep = max(1, min(3, PART_BYTES // max(1, out_bytes) - 1))  # outputs kept while timed
         self.on_event(f"{r.candidate}: timing (the GPU is held exclusively)")
         with self.pool.lock.exclusive():
+            took("timing_wait")
             timed = w.call(
                 "time_candidate",
                 max(o.timeout, 300.0),
@@ -755,7 +774,9 @@ class Verifier:
                 budget_s=o.timing_budget_s,
                 keep=keep,
             )
+        took("timing")
         self._timing(ref, rt, timed, r)
+        took("timing_compare")
 
     def _run_plan(self, ref: Reference, w: Worker, plan: list[dict], name: str) -> dict[str, Any]:
         """Run the plan in the candidate's worker, in parts when inputs and outputs are large.
@@ -776,17 +797,17 @@ class Verifier:
         # the task draws has its verdict, and is not kept for hundreds of calls more.
         parts = _parts(cost[:-1], PART_BYTES if self.device == "cuda" else 0) + [[len(plan) - 1]]
         stopped = False
-        checked = 0  # runs already compared: each is compared once, as its part returns
+        compared: dict[int, Comparison] = {}  # fresh runs, compared once, as their part returns
+        checked = 0
         for k, part in enumerate(parts):
-            if k and any(
-                plan[i]["kind"] == "fresh"
-                and "outputs" in runs[i]
-                and not compare(runs[i]["outputs"], ref.sets[plan[i]["set"]]["outputs"], o.atol, o.rtol).ok
-                for i in range(checked, len(runs))
-            ):
+            for i in range(checked, len(runs)):
+                if plan[i]["kind"] == "fresh" and "outputs" in runs[i]:
+                    want = ref.sets[plan[i]["set"]]["outputs"]
+                    compared[i] = compare(runs[i]["outputs"], want, o.atol, o.rtol)
+            checked = len(runs)
+            if k and any(not c.ok for c in compared.values()):
                 stopped = True
                 break
-            checked = len(runs)
             if len(parts) > 1:
                 what = ", ".join(_run_label(ref, plan[i]) for i in part)
                 self.on_event(f"{name}: {what} ({k + 1}/{len(parts)})")
@@ -808,7 +829,7 @@ class Verifier:
             tampered += got["tampered"]
             if len(got["runs"]) < len(part) or any("error" in x for x in got["runs"]):
                 break
-        return {"runs": runs, "tampered": tampered, "stopped": stopped}
+        return {"runs": runs, "tampered": tampered, "stopped": stopped, "compared": compared}
 
     # judging ---------------------------------------------------------------------------
     def _tampering(self, changed: list[str], r: Report) -> None:
@@ -916,7 +937,14 @@ class Verifier:
             op.startswith(a[:-1]) if a.endswith("*") else op == a for a in allow
         )
 
-    def _runs(self, ref: Reference, plan: list[dict], runs: list[dict], r: Report) -> None:
+    def _runs(
+        self,
+        ref: Reference,
+        plan: list[dict],
+        runs: list[dict],
+        r: Report,
+        compared: dict[int, Comparison] | None = None,
+    ) -> None:
         o = self.options
         worst_abs = worst_rel = 0.0
         detail = []
@@ -945,7 +973,7 @@ class Verifier:
             out = run["outputs"]
             if out is None:
                 continue
-            c = compare(out, s["outputs"], o.atol, o.rtol)
+            c = (compared or {}).get(i) or compare(out, s["outputs"], o.atol, o.rtol)
             worst_abs, worst_rel = max(worst_abs, c.max_abs), max(worst_rel, c.max_rel)
             detail.append(
                 {
