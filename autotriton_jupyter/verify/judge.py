@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..task import Candidate, Task, TaskError, arity, parse_source, signature
-from . import refcache, static
+from . import refcache, static, wire
 from .checks import Comparison, compare, null_control
 from .report import CONDITIONAL, FAIL, INCONCLUSIVE, PASS, Report
 from .sandbox import Pool, Worker, WorkerFailure
@@ -29,7 +29,7 @@ from .shapes import ShapeError, describe, parse_shapes
 EventSink = Callable[[str], None]
 
 # The check a worker's reported error belongs to, by the step that was running.
-STEP_CHECKS = {"load_candidate": "load", "run": "runs", "time_candidate": "timing"}
+STEP_CHECKS = {"load_candidate": "load", "add_sets": "runs", "run": "runs", "time_candidate": "timing"}
 MAX_REFERENCES = 4  # reference workers kept alive (one per recent task)
 RETRIES_WHEN_LOST = 2  # runs of a candidate whose worker died with the fork server
 _REPLY_SLACK = 64 << 20  # a candidate's reply beyond its outputs: observations, notes
@@ -93,6 +93,18 @@ class Reference:
     own_shape: list[int] = field(default_factory=list)
     timed: list[int] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Input sets encoded once into sealed memory files, by (first, end) set index: every
+    # candidate's worker is handed the same files, which none of them can change.
+    sealed: dict[tuple[int, int], wire.Sealed] = field(default_factory=dict)
+
+    def input_sets(self, first: int, end: int) -> wire.Sealed:
+        """The command that gives a worker input sets first..end-1 (encoded once)."""
+        with self.lock:
+            if (first, end) not in self.sealed:
+                self.sealed[(first, end)] = wire.Sealed(
+                    {"op": "add_sets", "sets": [s["inputs"] for s in self.sets[first:end]]}
+                )
+            return self.sealed[(first, end)]
 
     @property
     def out_nbytes(self) -> list[int]:
@@ -812,12 +824,19 @@ class Verifier:
                 what = ", ".join(_run_label(ref, plan[i]) for i in part)
                 self.on_event(f"{name}: {what} ({k + 1}/{len(parts)})")
             upto = max(plan[i]["set"] for i in part) + 1
+            if upto > sent:
+                w.call(
+                    "add_sets",
+                    o.timeout,
+                    "Sending the input sets",
+                    max_reply=_REPLY_SLACK,
+                    sealed=ref.input_sets(sent, upto),
+                )
             got = w.call(
                 "run",
                 o.timeout,
                 "Running the candidate",
                 max_reply=_REPLY_SLACK + 2 * sum(_nbytes(ref.sets[plan[i]["set"]]["outputs"]) for i in part),
-                new_sets=[s["inputs"] for s in ref.sets[sent:upto]],
                 runs=[
                     {k: plan[i][k] for k in ("set", "slot", "extra_calls", "model") if k in plan[i]}
                     for i in part

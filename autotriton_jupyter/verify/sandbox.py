@@ -262,7 +262,7 @@ class Worker:
         self,
         timeout: float,
         what: str,
-        send: dict[str, Any] | None,
+        send: dict[str, Any] | wire.Sealed | None,
         max_reply: int = _MAX_MESSAGE,
     ) -> dict[str, Any]:
         """Send (optionally) and receive, with a watchdog that kills the worker at the deadline.
@@ -301,14 +301,17 @@ class Worker:
         timeout: float,
         what: str = "",
         max_reply: int = _MAX_MESSAGE,
+        sealed: wire.Sealed | None = None,
         **payload: Any,
     ) -> dict[str, Any]:
         """Send one command and wait for its reply; failures raise WorkerFailure.
 
-        `max_reply` caps the reply at what this step can honestly return.
+        `max_reply` caps the reply at what this step can honestly return. `sealed`, if
+        given, is the whole command (its op among it), encoded once for several workers.
         """
         self.wait_ready(timeout)
-        reply = self._guarded(timeout, what or op, {"op": op, **payload}, max_reply)
+        message = sealed if sealed is not None else {"op": op, **payload}
+        reply = self._guarded(timeout, what or op, message, max_reply)
         if not reply.get("ok"):
             raise WorkerFailure(
                 "error",

@@ -12,11 +12,13 @@ import array
 import contextlib
 import fcntl
 import json
+import mmap
 import os
 import select
 import socket
 import stat
 import struct
+import weakref
 from typing import Any
 
 import torch
@@ -40,6 +42,10 @@ _DTYPES = {
 }
 DTYPE_NAMES = frozenset(_DTYPES)
 _HEADER = struct.Struct("<Q")
+# Tensor bytes start at multiples of this from the message's start (padding between them is
+# an unreferenced blob, and the header is padded with spaces), so a received tensor is a
+# view of the message's memory rather than a copy.
+_ALIGN = 64
 
 
 class WireError(ValueError):
@@ -81,6 +87,15 @@ def encode(value: Any) -> bytes:
 def encode_parts(value: Any) -> list[Any]:
     """The encoded message as buffers (header first), to write without joining them."""
     blobs: list[Any] = []
+    at = [0]  # bytes of blobs so far
+
+    def add(raw: Any) -> int:
+        pad = -at[0] % _ALIGN
+        if pad:
+            blobs.append(bytes(pad))
+        blobs.append(raw)
+        at[0] += pad + len(raw)
+        return len(blobs) - 1
 
     def walk(v: Any) -> Any:
         if v is None or isinstance(v, bool | int | float | str):
@@ -96,9 +111,8 @@ def encode_parts(value: Any) -> list[Any]:
             order = _layout_order(t)
             stored = t.permute(order).contiguous()
             raw = stored.reshape(-1).view(torch.uint8).numpy() if t.numel() else b""
-            blobs.append(raw)
             spec = {
-                "__tensor__": len(blobs) - 1,
+                "__tensor__": add(raw),
                 "dtype": dtype_name(t.dtype),
                 "shape": list(stored.shape),
             }
@@ -123,11 +137,16 @@ def encode_parts(value: Any) -> list[Any]:
 
     tree = walk(value)
     header = json.dumps({"tree": tree, "sizes": [len(b) for b in blobs]}).encode()
+    header += b" " * (-(_HEADER.size + len(header)) % _ALIGN)  # JSON allows trailing spaces
     return [_HEADER.pack(len(header)) + header, *blobs]
 
 
-def decode(data: bytes | bytearray) -> Any:
-    """Decode what `encode` produced; any malformed input raises WireError, nothing else."""
+def decode(data: bytes | bytearray | mmap.mmap) -> Any:
+    """Decode what `encode` produced; any malformed input raises WireError, nothing else.
+
+    Tensors share the memory of a writable `data` (a bytearray, a private mapping) where
+    their bytes are aligned, and are copies otherwise.
+    """
     try:
         return _decode(data)
     except WireError:
@@ -146,7 +165,7 @@ def decode(data: bytes | bytearray) -> Any:
         raise WireError(f"malformed message ({type(e).__name__})") from None
 
 
-def _decode(data: bytes | bytearray) -> Any:
+def _decode(data: bytes | bytearray | mmap.mmap) -> Any:
     try:
         (n,) = _HEADER.unpack_from(data, 0)
         meta = json.loads(data[_HEADER.size : _HEADER.size + n])
@@ -175,7 +194,9 @@ def _decode(data: bytes | bytearray) -> Any:
         if numel == 0:
             out = torch.empty(shape, dtype=dtype)
         else:
-            out = torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
+            shared = not raw.readonly and offsets[i] % _ALIGN == 0
+            out = torch.frombuffer(raw if shared else bytearray(raw), dtype=torch.uint8)
+            out = out.view(dtype).reshape(shape)
         order = spec.get("order")
         if order is not None:
             if sorted(order) != list(range(len(shape))):
@@ -200,7 +221,12 @@ def _decode(data: bytes | bytearray) -> Any:
             return {k: walk(x) for k, x in v.items()}
         return v
 
-    return walk(tree)
+    try:
+        return walk(tree)
+    finally:
+        # walk refers to itself through its closure: a cycle that would keep the message's
+        # memory (and a mapped file's descriptor) alive until the next garbage collection.
+        walk = None  # type: ignore[assignment]  # noqa: F841
 
 
 # Messages travel on a Unix stream socket as a length header and a body. Large ones
@@ -320,8 +346,29 @@ def _spill(parts: list[Any]) -> int:
     return fd
 
 
+class Sealed:
+    """A message encoded once into a sealed memory file, to send to several workers.
+
+    No receiver can change it (it is sealed against writes), so what one worker gets
+    is what the next gets. Its file is closed by `close()` or when it is collected.
+    """
+
+    def __init__(self, value: Any) -> None:
+        self.fd = _spill(encode_parts(value))
+        self._closer = weakref.finalize(self, os.close, self.fd)
+
+    def close(self) -> None:
+        self._closer()
+        self.fd = -1
+
+
 def send(conn: Channel, value: Any) -> None:
-    """Send one message on a Channel (as a sealed memory file when large)."""
+    """Send one message on a Channel (as a sealed memory file when large, or a Sealed)."""
+    if isinstance(value, Sealed):
+        if value.fd < 0:
+            raise WireError("a sealed message was sent after it was closed")
+        conn.send_bytes(_SPILL_MARK, [value.fd])
+        return
     parts = encode_parts(value)
     if sum(len(p) for p in parts) <= _SPILL_BYTES:
         conn.send_parts(parts)
@@ -357,7 +404,7 @@ def recv(conn: Channel, maxlength: int | None = None) -> Any:
     raise WireError(error)
 
 
-def _read_spilled(fd: int, maxlength: int | None) -> bytearray:
+def _read_spilled(fd: int, maxlength: int | None) -> mmap.mmap:
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         raise WireError("a spilled message is not a plain memory file")
@@ -371,12 +418,8 @@ def _read_spilled(fd: int, maxlength: int | None) -> bytearray:
         raise WireError(
             f"a spilled message of {st.st_size} bytes is over the {maxlength}-byte limit"
         )
-    out = bytearray(st.st_size)
-    view = memoryview(out)
-    done = 0
-    while done < st.st_size:
-        n = os.preadv(fd, [view[done:]], done)
-        if n <= 0:
-            raise WireError("a spilled message ended early")
-        done += n
-    return out
+    if st.st_size == 0:
+        raise WireError("a spilled message is empty")
+    # A private mapping: nothing is copied until written, and the file cannot change under
+    # it (sealed against writes and shrinking).
+    return mmap.mmap(fd, st.st_size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch._dynamo  # noqa: F401  (it rebinds torch.manual_seed on import: do it before any snapshot)
 import triton  # noqa: F401  (imported here so the fork server preloads it)
 
 from . import probes, timing, wire
@@ -134,6 +133,26 @@ class Worker:
         self.tensor_attrs: list[str] = []  # attributes a candidate set on tensors (removed)
         self.poison_turn = 0
         self.rng = random.Random(os.urandom(16))
+        self.dynamo: threading.Thread | None = None
+
+    def import_dynamo(self) -> None:
+        """Import torch._dynamo on a thread, while the worker waits for its first command.
+
+        The fork server does not import it (seconds that every first cell and one-shot
+        verify would wait for), but it rebinds torch.manual_seed on import: a candidate's
+        worker waits for it before the judge's snapshot of torch, so that import is never
+        mistaken for tampering, and the reference's before timing torch.compile.
+        """
+        self.dynamo = threading.Thread(
+            target=importlib.import_module, args=("torch._dynamo",), name="autotriton-dynamo", daemon=True
+        )
+        self.dynamo.start()
+
+    def _await_dynamo(self) -> None:
+        if self.dynamo is not None:
+            self.dynamo.join()
+            self.dynamo = None
+        importlib.import_module("torch._dynamo")  # if the thread failed: raise it here
 
     # start-up -----------------------------------------------------------------
     def init_device(self) -> None:
@@ -345,6 +364,7 @@ class Worker:
         return None
 
     def op_time_reference(self, msg: dict) -> dict:
+        self._await_dynamo()
         idx = msg["sets"]
         sets = [self.sets[i] for i in idx]
         buffers = [x.clone() if isinstance(x, torch.Tensor) else x for x in sets[0]]
@@ -365,6 +385,7 @@ class Worker:
 
     # candidate ------------------------------------------------------------------
     def op_load_candidate(self, msg: dict) -> dict:
+        self._await_dynamo()  # before the snapshot of torch's functions
         path = self._write_source(msg["source"], "candidate")
         self.out_nbytes = list(msg.get("out_nbytes", []))
         self.tolerance = tuple(msg.get("tolerance", (0.0, 0.0)))
@@ -592,9 +613,13 @@ class Worker:
             return None
         return leaf(out)
 
-    def op_run(self, msg: dict) -> dict:
-        for values in msg.get("new_sets", []):
+    def op_add_sets(self, msg: dict) -> dict:
+        """Input sets for the runs to come, in the order the reference drew them."""
+        for values in msg["sets"]:
             self.sets.append(_to_device(values, self.device))
+        return {"sets": len(self.sets)}
+
+    def op_run(self, msg: dict) -> dict:
         runs = []
         budget = float(msg.get("extra_budget_s", 1e9))
         for run in msg["runs"]:
@@ -769,6 +794,7 @@ def serve(conn: wire.Channel, device: str, workdir: str, log_fd: int, gpu_fracti
         conn.send_bytes(
             wire.encode({"ok": True, "pid": os.getpid(), "init_s": time.perf_counter() - t0})
         )
+        w.import_dynamo()
     except BaseException as e:
         conn.send_bytes(wire.encode({"ok": False, "error": f"device start failed: {_describe(e)}"}))
         return
