@@ -7,7 +7,8 @@ themselves (group-relative advantages), so the model moves towards its better an
 
 - a pass: 1, plus a speed bonus of up to 1 (log2 of the speedup against
   `torch.compile`, 1 at 2x; nothing when slower or not timed);
-- a fail of correctness, a crash, a timeout or no code at all: 0;
+- a fail of correctness, a crash, a timeout or no code at all: 0 (an answer cut off at
+  `--max-completion-tokens` before its code was complete is counted as truncated);
 - a fail of an integrity check (a decoy kernel, a torch fallback, returning cached
   results, ... VERIFY.md): -1, so cheating is worse than being wrong.
 
@@ -20,11 +21,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
-from .model.extract import extract
-from .model.generator import Cancel, GenerationError
+from .model.generator import Cancel, Chat, Completion, GenerationError
+from .pipeline import CandidateResult
 from .task import Candidate, Task
 from .verify import Report, Verifier, VerifyOptions
 
@@ -75,27 +76,58 @@ def reward(report: Report | None) -> float:
 
 
 class VerifierReward:
-    """A TRL reward function: the verifier's judgement of each completion's code."""
+    """A TRL reward function: the verifier's judgement of each completion's code.
+
+    `tally` counts how the answers fared: pass, fail, cheat, no code, and truncated (cut
+    off at `max_tokens` before their code was complete)."""
 
     __name__ = "verifier"  # TRL names the logged reward after its function
 
-    def __init__(self, verifier: Verifier) -> None:
+    def __init__(
+        self, verifier: Verifier, max_tokens: int = 0, end_tokens: Collection[int] = ()
+    ) -> None:
         self.verifier = verifier
+        self.max_tokens = max_tokens
+        self.end_tokens = set(end_tokens)
         self.tally: Counter[str] = Counter()
 
+    def finish_reason(self, ids: list[int] | None) -> str:
+        """How an answer of these tokens ended, as a backend says it: "length" when it used
+        all of max_tokens without an end token, else "stop"."""
+        if ids is None or not self.max_tokens or len(ids) < self.max_tokens:
+            return "stop"
+        return "stop" if ids and ids[-1] in self.end_tokens else "length"
+
+    def answer(
+        self, i: int, prompt: Any, completion: Any, ids: list[int] | None
+    ) -> CandidateResult:
+        """One answer as the pipeline sees a completion: its code, or why there is none."""
+        text = completion[-1]["content"] if isinstance(completion, list) else str(completion)
+        chat: Chat = []
+        if isinstance(prompt, list):
+            chat = prompt
+        elif isinstance(prompt, str):
+            chat = [{"role": "user", "content": prompt}]
+        done = Completion(text, len(ids or ()), self.finish_reason(ids), 0.0, sample=i)
+        return CandidateResult.from_completion(done, chat, sample=i)
+
     def __call__(
-        self, prompts: list, completions: list, task_source: list, **_: Any
+        self,
+        prompts: list,
+        completions: list,
+        task_source: list,
+        completion_ids: list[list[int]] | None = None,
+        **_: Any,
     ) -> list[float]:
         """Rewards for a batch; completions of one task are verified together (in parallel)."""
         rewards = [0.0] * len(completions)
         by_task: dict[str, list[tuple[int, Candidate]]] = {}
-        for i, (completion, source) in enumerate(zip(completions, task_source)):
-            text = completion[-1]["content"] if isinstance(completion, list) else str(completion)
-            code = extract(text).code
-            if code:
-                by_task.setdefault(source, []).append((i, Candidate(code, f"sample-{i}")))
+        for i, (prompt, completion, source) in enumerate(zip(prompts, completions, task_source)):
+            a = self.answer(i, prompt, completion, completion_ids[i] if completion_ids else None)
+            if a.code:
+                by_task.setdefault(source, []).append((i, Candidate(a.code, f"sample-{i}")))
             else:
-                self.tally["no code"] += 1
+                self.tally["truncated" if a.finish_reason == "length" else "no code"] += 1
         for source, items in by_task.items():
             reports = self.verifier.verify_many(Task.from_source(source), [c for _, c in items])
             for (i, _), report in zip(items, reports):
@@ -104,6 +136,13 @@ class VerifierReward:
                     "pass" if rewards[i] >= 1 else "cheat" if rewards[i] < 0 else "fail"
                 ] += 1
         return rewards
+
+
+def _end_tokens(model: Any, tokenizer: Any) -> set[int]:
+    """The tokens that end an answer: the model's own and its tokenizer's (TRL stops at either)."""
+    ids = model.generation_config.eos_token_id
+    ids = [] if ids is None else [ids] if isinstance(ids, int) else list(ids)
+    return {i for i in (*ids, tokenizer.eos_token_id) if i is not None}
 
 
 def _trainable(model: Any) -> Any:
@@ -155,15 +194,14 @@ def run_grpo(
     spec = trainable_base(base, name, mo)
     examples = dataset_from_library(library)
     train, held = split(examples, options.held_out, options.seed)
-    tasks = {e.task_source: e.prompt for e in train if e.task_source}
+    # Each task as it was first asked (a repair round's chat also holds a failed answer).
+    tasks = {e.task_source: e.chat[:1] for e in train if e.task_source}
     if not tasks:
         raise GenerationError(
             "GRPO needs the tasks of accepted kernels, and none in the library has its task's "
             "source; accept a kernel from %%autotriton or `autotriton tritonize` first."
         )
-    data = Dataset.from_list(
-        [{"prompt": [{"role": "user", "content": p}], "task_source": s} for s, p in tasks.items()]
-    )
+    data = Dataset.from_list([{"prompt": c, "task_source": s} for s, c in tasks.items()])
     loaded = HFGenerator(
         spec.path, gguf_file=spec.gguf_file or None, device=mo.device, static_cache=False
     )  # a private copy: training changes it
@@ -213,7 +251,11 @@ def run_grpo(
                 control.should_training_stop = True
 
     with Verifier(verify_options or VerifyOptions()) as verifier:
-        scorer = VerifierReward(verifier)
+        scorer = VerifierReward(
+            verifier,
+            options.max_completion_tokens,
+            _end_tokens(loaded.model, loaded.tokenizer),
+        )
         trainer = GRPOTrainer(
             model=_trainable(loaded.model),
             processing_class=loaded.tokenizer,

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .model.extract import extract
-from .model.generator import Cancel, Completion, Event, GenerationParams, Generator
+from .model.generator import Cancel, Chat, Completion, Event, GenerationParams, Generator
 from .model.prompts import repair_chat, task_chat
 from .task import Candidate, Task
 from .verify import Report, Verifier, VerifyOptions
@@ -34,7 +34,11 @@ class TritonizeOptions:
 
 @dataclass
 class CandidateResult:
-    """One sampled candidate: what the model wrote, what was extracted, and its report."""
+    """One sampled candidate: what the model wrote, what was extracted, and its report.
+
+    `chat` is the chat exactly as it was sent to the model (for a repair round: the task,
+    the failed answer and the verifier's reasons); `prompt` joins only its user turns, for
+    reading."""
 
     round: int
     sample: int
@@ -46,6 +50,33 @@ class CandidateResult:
     code: str | None
     problem: str | None
     report: Report | None
+    chat: Chat = field(default_factory=list)
+
+    @classmethod
+    def from_completion(
+        cls, c: Completion, chat: Chat, round: int = 0, sample: int = 0
+    ) -> CandidateResult:
+        """The candidate in a completion: its code, or why there is none (cut off at the token
+        limit, interrupted, no code block), with the completion's finish reason kept."""
+        prompt = "\n\n".join(m["content"] for m in chat if m["role"] == "user")
+        if c.finish_reason == "cancelled":  # interrupted: what it wrote so far is no candidate
+            code, problem = None, "interrupted before it finished"
+        else:
+            ex = extract(c.text, c.finish_reason)
+            code, problem = ex.code, ex.problem if not ex.code else None
+        return cls(
+            round,
+            sample,
+            prompt,
+            c.text,
+            c.finish_reason,
+            c.tokens,
+            c.seconds,
+            code,
+            problem,
+            report=None,
+            chat=list(chat),
+        )
 
     @property
     def passed(self) -> bool:
@@ -167,7 +198,10 @@ def tritonize(
                 completions = generator.generate(
                     chats, per_chat, o.params, on_event=overlap.watch(on_token), cancel=overlap.cancel
                 )
-                batch = [_extracted(rnd, i, chats[c.chat], c) for i, c in enumerate(completions)]
+                batch = [
+                    CandidateResult.from_completion(c, chats[c.chat], rnd, i)
+                    for i, c in enumerate(completions)
+                ]
                 for b in batch:
                     emit(
                         PipelineEvent(
@@ -335,26 +369,3 @@ class _EitherCancel(Cancel):
     @property
     def cancelled(self) -> bool:
         return self.user.cancelled or self._flag.is_set()
-
-
-def _extracted(rnd: int, i: int, chat: list[dict[str, str]], c: Completion) -> CandidateResult:
-    if c.finish_reason == "cancelled":  # interrupted: what it wrote so far is no candidate
-        prompt = "\n\n".join(m["content"] for m in chat if m["role"] == "user")
-        return CandidateResult(
-            rnd, i, prompt, c.text, c.finish_reason, c.tokens, c.seconds, None,
-            "interrupted before it finished", None,
-        )
-    ex = extract(c.text, c.finish_reason)
-    prompt = "\n\n".join(m["content"] for m in chat if m["role"] == "user")
-    return CandidateResult(
-        rnd,
-        i,
-        prompt,
-        c.text,
-        c.finish_reason,
-        c.tokens,
-        c.seconds,
-        ex.code,
-        ex.problem if not ex.code else None,
-        None,
-    )

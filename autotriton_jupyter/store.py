@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS candidates (
     model TEXT NOT NULL,
     adapter TEXT,
     prompt TEXT NOT NULL,
+    chat TEXT,
     completion TEXT,
     code TEXT,
     verdict TEXT,
@@ -65,10 +66,15 @@ CREATE INDEX IF NOT EXISTS candidates_task ON candidates(task_id);
 # The schema's version, kept in the file as SQLite's user_version. A library made by a
 # newer version is read, never written. One made by an older version is upgraded in one
 # transaction, after a backup copy beside it; MIGRATIONS[v] takes version v to v + 1.
-SCHEMA_VERSION = 1
+# An older library opened only for reading is not upgraded: reading goes by the columns
+# the file has (see Store._columns).
+SCHEMA_VERSION = 2
 MIGRATIONS: dict[int, str] = {
     # Libraries from before the version was kept have version 0 and the same tables.
     0: "",
+    # The chat as it was sent to the model (JSON), which fine-tuning trains on; `prompt`
+    # (the user turns joined) lacks a repair round's failed answer. Older rows keep NULL.
+    1: "ALTER TABLE candidates ADD COLUMN chat TEXT",
 }
 
 
@@ -189,6 +195,7 @@ class Accepted:
     model: str | None = None
     prompt: str | None = None
     completion: str | None = None
+    chat: list[dict[str, str]] | None = None  # as sent to the model; None in older libraries
 
 
 class Store:
@@ -203,6 +210,7 @@ class Store:
         # Why this library may not be written (None: it may); said by every write.
         self.read_only: str | None = None
         self._checked = False
+        self._known: dict[str, set[str]] = {}
         if self.path.is_dir():
             raise StoreError(
                 f"{self.path} is a folder; a kernel library is a file (e.g. "
@@ -541,13 +549,15 @@ class Store:
         code: str | None,
         report: dict | None,
         adapter: str | None = None,
+        chat: list[dict[str, str]] | None = None,
     ) -> int:
+        """Store one candidate; `chat` is the chat as it was sent to the model."""
         timing = (report or {}).get("timing") or {}
         with self.transaction() as db:
             cur = db.execute(
-                "INSERT INTO candidates(task_id, round, sample, model, adapter, prompt, completion,"
-                " code, verdict, speedup_vs_eager, speedup_vs_compile, report, created)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO candidates(task_id, round, sample, model, adapter, prompt, chat,"
+                " completion, code, verdict, speedup_vs_eager, speedup_vs_compile, report,"
+                " created) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     task_id,
                     round,
@@ -555,6 +565,7 @@ class Store:
                     model,
                     adapter,
                     prompt,
+                    json.dumps(chat) if chat is not None else None,
                     completion,
                     code,
                     (report or {}).get("verdict"),
@@ -576,6 +587,7 @@ class Store:
                 sample=c.sample,
                 model=result.model,
                 prompt=c.prompt,
+                chat=c.chat,
                 completion=c.completion,
                 code=c.code,
                 report=c.report.to_dict() if c.report else None,
@@ -611,12 +623,21 @@ class Store:
             )
 
     # reading -------------------------------------------------------------------------
-    _ACCEPTED = (
-        "SELECT a.name, a.code, a.edited, a.created, t.name AS task_name, t.source AS task_source,"
-        " c.verdict, c.speedup_vs_eager, c.speedup_vs_compile, c.model, c.prompt, c.completion"
-        " FROM accepted a JOIN tasks t ON t.id = a.task_id"
-        " LEFT JOIN candidates c ON c.id = a.candidate_id"
-    )
+    def _columns(self, table: str) -> set[str]:
+        """The columns `table` has in this file (an older library read as it is lacks newer ones)."""
+        if table not in self._known:
+            self._known[table] = {r[1] for r in self.read(f"PRAGMA table_info({table})")}
+        return self._known[table]
+
+    def _accepted_sql(self) -> str:
+        chat = "c.chat" if "chat" in self._columns("candidates") else "NULL AS chat"
+        return (
+            "SELECT a.name, a.code, a.edited, a.created, t.name AS task_name,"
+            " t.source AS task_source, c.verdict, c.speedup_vs_eager, c.speedup_vs_compile,"
+            f" c.model, c.prompt, c.completion, {chat}"
+            " FROM accepted a JOIN tasks t ON t.id = a.task_id"
+            " LEFT JOIN candidates c ON c.id = a.candidate_id"
+        )
 
     def read(self, sql: str, args: tuple = ()) -> list[sqlite3.Row]:
         """Rows of a query; a damaged file or a newer schema is a StoreError saying so."""
@@ -634,11 +655,11 @@ class Store:
             raise StoreError(f"Reading the kernel library {self.path} failed ({e}).") from e
 
     def accepted(self) -> list[Accepted]:
-        rows = self.read(self._ACCEPTED + " ORDER BY a.created DESC")
+        rows = self.read(self._accepted_sql() + " ORDER BY a.created DESC")
         return [self._row(r) for r in rows]
 
     def get(self, name: str) -> Accepted:
-        rows = self.read(self._ACCEPTED + " WHERE a.name=?", (name,))
+        rows = self.read(self._accepted_sql() + " WHERE a.name=?", (name,))
         row = rows[0] if rows else None
         if row is None:
             known = ", ".join(a.name for a in self.accepted()[:10]) or "none yet"
@@ -660,6 +681,7 @@ class Store:
             r["model"],
             r["prompt"],
             r["completion"],
+            _chat(r["chat"]),
         )
 
     def counts(self) -> dict[str, int]:
@@ -667,6 +689,21 @@ class Store:
             t: self.read(f"SELECT COUNT(*) FROM {t}")[0][0]
             for t in ("tasks", "candidates", "accepted")
         }
+
+
+def _chat(text: str | None) -> list[dict[str, str]] | None:
+    """A stored chat, or None where there is none (or it is not a list of messages)."""
+    if not text:
+        return None
+    try:
+        chat = json.loads(text)
+    except ValueError:
+        return None
+    ok = isinstance(chat, list) and all(
+        isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+        for m in chat
+    )
+    return chat if ok else None
 
 
 def _run(db: sqlite3.Connection, script: str) -> None:

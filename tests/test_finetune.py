@@ -14,6 +14,7 @@ from autotriton_jupyter.model.finetune import (
     FinetuneOptions,
     adapter_for,
     adapters_dir,
+    dataset_from_library,
     list_adapters,
     run_finetune,
 )
@@ -79,6 +80,16 @@ def test_the_loop_learns_the_accepted_kernels(home):
     assert info.name == "mine" and info.examples == 2 and info.metrics["final_loss"] < 0.1
     plain = registry.load("tiny-hf", ModelOptions(adapter="none"))
     assert plain.name == "tiny-hf"
+
+
+def test_kernels_kept_without_their_chat_train_on_their_prompt(home):
+    """Candidates stored before the chat was (prompt only) are one user turn, as they were."""
+    codes = accept_pairs()  # add_candidate without chat=
+    examples = dataset_from_library()
+    assert [e.name for e in examples] == ["double_fast", "neg_fast"]
+    for e, k in zip(examples, ("double", "neg")):
+        assert e.chat == task_chat(TASK.format(op=PAIRS[k][0]))
+        assert e.target == f"```python\n{codes[k]}```"
 
 
 def test_interrupt_then_resume(home):

@@ -52,6 +52,35 @@ def test_the_real_verifier_scores_honest_wrong_cheating_and_empty_answers():
     assert scorer.tally == {"pass": 1, "fail": 1, "cheat": 2, "no code": 1}
 
 
+class _NoVerifier:
+    """A verifier no answer should reach."""
+
+    def verify_many(self, task, candidates):
+        raise AssertionError(f"{len(candidates)} answers were sent to the verifier")
+
+
+def test_an_answer_cut_at_the_token_limit_is_reported_as_truncated():
+    """As in the pipeline: the finish reason comes with the answer, and one cut off inside
+    its code block is no candidate (its half block is not judged)."""
+    chat = [{"role": "user", "content": "Write ModelNew."}]
+    cut = [{"role": "assistant", "content": "Here:\n```python\nimport triton\n@triton.jit\ndef k("}]
+    none = [{"role": "assistant", "content": "I cannot write this kernel."}]
+    scorer = VerifierReward(_NoVerifier(), max_tokens=8, end_tokens={0})
+    got = scorer(
+        prompts=[chat] * 3,
+        completions=[cut, none, none],
+        task_source=["source"] * 3,
+        completion_ids=[[5] * 8, [5, 5, 0], [5] * 7 + [0]],  # the last two ended by themselves
+    )
+    assert got == [0.0, 0.0, 0.0]
+    assert scorer.tally == {"truncated": 1, "no code": 2}
+    answer = scorer.answer(0, chat, cut, [5] * 8)
+    assert answer.finish_reason == "length" and answer.code is None
+    assert answer.problem == "The answer was cut off inside its code block; raise --max-tokens."
+    assert answer.chat == chat and answer.tokens == 8
+    assert scorer.answer(0, chat, cut, [5] * 7 + [0]).finish_reason == "stop"
+
+
 def test_grpo_on_the_tiny_model_trains_and_keeps_an_adapter(home, capsys):  # noqa: F811
     accept_pairs()
     code = main(

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from autotriton_jupyter.recover import recover
-from autotriton_jupyter.store import LibraryDamaged, Store, StoreError
+from autotriton_jupyter.store import SCHEMA_VERSION, LibraryDamaged, Store, StoreError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,10 +64,11 @@ def test_a_library_from_a_newer_version_is_read_and_never_written(tmp_path):
 def test_a_library_from_before_versions_is_upgraded_after_a_backup(tmp_path):
     path = _library(tmp_path / "lib.sqlite")
     db = sqlite3.connect(path)
+    db.execute("ALTER TABLE candidates DROP COLUMN chat")  # schema 2's column
     db.execute("PRAGMA user_version = 0")
     db.close()
     with Store(path) as s:
-        assert s.db.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert s.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert [a.name for a in s.accepted()] == ["MyGelu"]
     backup = tmp_path / "lib.sqlite.schema0.bak"
     with sqlite3.connect(backup) as b:
@@ -79,17 +80,18 @@ def test_an_upgrade_that_fails_leaves_the_library_as_it_was(tmp_path, monkeypatc
     import autotriton_jupyter.store as store
 
     path = _library(tmp_path / "lib.sqlite")
-    monkeypatch.setattr(store, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(store.MIGRATIONS, 1, "ALTER TABLE accepted ADD COLUMN note TEXT; SELECT nope")
+    now = SCHEMA_VERSION
+    monkeypatch.setattr(store, "SCHEMA_VERSION", now + 1)
+    monkeypatch.setitem(store.MIGRATIONS, now, "ALTER TABLE accepted ADD COLUMN note TEXT; SELECT nope")
     with pytest.raises(StoreError):
         Store(path)
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert db.execute("PRAGMA user_version").fetchone()[0] == now
         columns = [c[1] for c in db.execute("PRAGMA table_info(accepted)")]
         assert "note" not in columns
-    monkeypatch.setitem(store.MIGRATIONS, 1, "ALTER TABLE accepted ADD COLUMN note TEXT")
+    monkeypatch.setitem(store.MIGRATIONS, now, "ALTER TABLE accepted ADD COLUMN note TEXT")
     with Store(path) as s:
-        assert s.db.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert s.db.execute("PRAGMA user_version").fetchone()[0] == now + 1
         assert [a.name for a in s.accepted()] == ["MyGelu"]
 
 

@@ -135,3 +135,42 @@ def test_cli_tritonize_stores_candidates(tmp_path, corpus, capsys):
     assert code in (0, 1) and len(d["candidates"]) == 1
     with Store(lib) as s:
         assert s.counts()["candidates"] == 1 and s.counts()["tasks"] == 1
+
+
+def test_a_kernel_accepted_from_a_repair_round_trains_on_the_chat_as_sent(
+    verifier, task, corpus, tmp_path
+):
+    """The failed answer and the repair request are part of what the model saw: the stored
+    chat and the fine-tuning example are that chat, and the training prompt's tokens are
+    the ones generation used."""
+    from transformers import AutoTokenizer
+
+    from autotriton_jupyter.model.backends.hf import chat_prompt_ids
+    from autotriton_jupyter.model.finetune import dataset_from_library, encode
+    from autotriton_jupyter.model.registry import tiny_gguf
+
+    d = corpus / "add_relu"
+    failed, fixed = fenced(d / "cheat02_partial.py"), fenced(d / "pass_masked.py")
+    gen = ScriptedGenerator([[failed], [fixed]])
+    res = tritonize(task, gen, TritonizeOptions(n=1, rounds=1), verifier=verifier)
+    assert res.best is not None and res.best.round == 1
+    sent = gen.calls[1][0]
+    assert sent[1] == {"role": "assistant", "content": failed}
+    assert "torch_ops" in sent[2]["content"]
+    assert failed not in res.best.prompt  # the user turns alone lack the failed answer
+
+    lib = tmp_path / "lib.sqlite"
+    with Store(lib) as s:
+        task_id, ids = s.save_result(task.name, task.source, res)
+        s.accept("AddReluFast", task_id, res.best.code, candidate_id=ids[0])
+    with Store(lib, write=False) as s:
+        assert s.get("AddReluFast").chat == sent
+    [example] = dataset_from_library(str(lib))
+    assert example.chat == sent and example.target == fixed
+
+    p = tiny_gguf()
+    tok = AutoTokenizer.from_pretrained(p.parent, gguf_file=p.name)
+    ids_, labels = encode(tok, example.chat, example.target, 1 << 20)
+    prompt = chat_prompt_ids(tok, sent)  # what generation fed the model
+    assert ids_[: len(prompt)] == prompt and labels[: len(prompt)] == [-100] * len(prompt)
+    assert labels[len(prompt) :] == ids_[len(prompt) :]  # the accepted answer is learned

@@ -1,8 +1,10 @@
-"""The kernel library: concurrent writers, a writer killed mid-transaction, load_kernel elsewhere."""
+"""The kernel library: concurrent writers, a writer killed mid-transaction, load_kernel elsewhere,
+the chat as sent kept with each candidate (and older libraries without it)."""
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -10,7 +12,8 @@ import time
 
 import pytest
 
-from autotriton_jupyter.store import Store, StoreError, load_kernel
+from autotriton_jupyter.recover import recover
+from autotriton_jupyter.store import SCHEMA_VERSION, Store, StoreError, load_kernel
 
 WRITER = textwrap.dedent("""
     import sys
@@ -130,3 +133,63 @@ def test_notebooks_opening_a_new_library_at_the_same_moment_all_get_it(tmp_path)
         assert [p.returncode for p in procs] == [0] * 4, errors
         with Store(path) as s:
             assert s.counts()["tasks"] == 1
+
+
+SENT = [
+    {"role": "user", "content": "Write ModelNew for this task."},
+    {"role": "assistant", "content": "```python\nbroken\n```"},
+    {"role": "user", "content": "Your previous answer was checked and it failed: ..."},
+]
+
+
+def _schema1_library(path):
+    """A library as schema 1 left it: candidates keep only the joined user turns."""
+    with Store(path) as s:
+        t = s.add_task("t", "source")
+        c = s.add_candidate(
+            t, round=1, sample=0, model="m", prompt="user turns", completion="answer",
+            code="x", report=None,
+        )
+        s.accept("Old", t, "x", candidate_id=c)
+    db = sqlite3.connect(path)
+    db.execute("ALTER TABLE candidates DROP COLUMN chat")
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+
+
+def test_the_chat_as_sent_is_kept_with_an_accepted_kernel(tmp_path):
+    with Store(tmp_path / "lib.sqlite") as s:
+        t = s.add_task("t", "source")
+        c = s.add_candidate(
+            t, round=1, sample=0, model="m", prompt="joined", completion="answer", code="x",
+            report=None, chat=SENT,
+        )
+        s.accept("New", t, "x", candidate_id=c)
+    with Store(tmp_path / "lib.sqlite", write=False) as s:
+        assert s.get("New").chat == SENT and s.get("New").prompt == "joined"
+
+
+def test_a_schema1_library_is_read_as_it_is_and_upgraded_on_write(tmp_path):
+    path = tmp_path / "lib.sqlite"
+    _schema1_library(path)
+    before = path.read_bytes()
+    with Store(path, write=False) as s:  # reading: not upgraded, the missing chat is None
+        old = s.get("Old")
+        assert (old.prompt, old.completion, old.chat) == ("user turns", "answer", None)
+    assert path.read_bytes() == before and not list(tmp_path.glob("*.bak"))
+    rescued = recover(path, tmp_path / "rescued.sqlite")  # into a library of this schema
+    with Store(rescued.out, write=False) as s:
+        assert s.get("Old").prompt == "user turns" and s.get("Old").chat is None
+    with Store(path) as s:  # writing: upgraded in place, after a backup
+        assert s.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert s.get("Old").chat is None and s.get("Old").prompt == "user turns"
+        t = s.add_task("t2", "source 2")
+        c = s.add_candidate(
+            t, round=0, sample=0, model="m", prompt="p", completion="a", code="y",
+            report=None, chat=SENT[:1],
+        )
+        s.accept("New", t, "y", candidate_id=c)
+        assert s.get("New").chat == SENT[:1]
+    with sqlite3.connect(tmp_path / "lib.sqlite.schema1.bak") as b:
+        assert b.execute("PRAGMA user_version").fetchone()[0] == 1

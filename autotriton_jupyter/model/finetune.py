@@ -1,11 +1,13 @@
 """LoRA fine-tuning on the kernels a user accepted (rejection-sampling fine-tuning), and adapters.
 
-Each accepted kernel is one chat example in the model's own prompt format, exactly as
-the prompt was sent; the target is the accepted completion, or just the code (in a
-fenced block) when the user edited it. Loss is on the target tokens only. Training
-checkpoints at every epoch and can be interrupted and resumed. Finished adapters live
-in the data directory with what they were trained from, and the transformers backend
-uses the newest one made for the loaded base model.
+Each accepted kernel is one chat example in the model's own prompt format: the chat
+exactly as it was sent to the model (for a repair round, the task, the failed answer and
+the verifier's reasons), then the target: the accepted completion, or just the code (in
+a fenced block) when the user edited it. Kernels kept by a version that did not store the
+chat (library schema 1 and older) train on their user turns as one turn. Loss is on the
+target tokens only. Training checkpoints at every epoch and can be interrupted and
+resumed. Finished adapters live in the data directory with what they were trained from,
+and the transformers backend uses the newest one made for the loaded base model.
 """
 
 from __future__ import annotations
@@ -21,14 +23,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .generator import Cancel, GenerationError
+from .generator import Cancel, Chat, GenerationError
 
 
 @dataclass
 class Example:
-    """One training pair: the user turn as sent, and the target answer."""
+    """One training pair: the chat as it was sent to the model, and the target answer."""
 
-    prompt: str
+    chat: Chat
     target: str
     name: str
     task_source: str = ""
@@ -89,15 +91,17 @@ def dataset_from_library(library: str | None = None) -> list[Example]:
     seen: set[str] = set()
     examples = []
     for a in sorted(accepted, key=lambda a: a.name):
-        if not a.prompt:
+        # Older libraries kept only the user turns, joined: that one turn is all there is.
+        chat = a.chat or ([{"role": "user", "content": a.prompt}] if a.prompt else None)
+        if not chat:
             continue
         target = (
             f"```python\n{a.code.strip()}\n```" if a.edited or not a.completion else a.completion
         )
-        key = hashlib.sha256((a.prompt + "\0" + target).encode()).hexdigest()
+        key = hashlib.sha256((json.dumps(chat) + "\0" + target).encode()).hexdigest()
         if key not in seen:
             seen.add(key)
-            examples.append(Example(a.prompt, target, a.name, a.task_source))
+            examples.append(Example(chat, target, a.name, a.task_source))
     if not examples:
         raise GenerationError(
             "The kernel library has no accepted kernels to learn from yet: "
@@ -117,7 +121,7 @@ def split(examples: list[Example], share: float, seed: int) -> tuple[list[Exampl
 def dataset_hash(examples: list[Example]) -> str:
     h = hashlib.sha256()
     for e in examples:
-        h.update(e.prompt.encode() + b"\0" + e.target.encode() + b"\1")
+        h.update(json.dumps(e.chat).encode() + b"\0" + e.target.encode() + b"\1")
     return h.hexdigest()[:16]
 
 
@@ -139,13 +143,12 @@ def base_fingerprint(path: str, gguf_file: str | None = None) -> str:
     return h.hexdigest()[:16]
 
 
-def encode(
-    tokenizer: Any, prompt: str, target: str, max_length: int
-) -> tuple[list[int], list[int]]:
-    """input ids and labels: the chat prompt is masked out (-100), the answer is learned."""
+def encode(tokenizer: Any, chat: Chat, target: str, max_length: int) -> tuple[list[int], list[int]]:
+    """input ids and labels: the chat, tokenized as generation tokenizes it, is masked out
+    (-100); the answer after it is learned."""
     from .backends.hf import chat_prompt_ids
 
-    p = chat_prompt_ids(tokenizer, [{"role": "user", "content": prompt}])
+    p = chat_prompt_ids(tokenizer, chat)
     t = tokenizer(target, add_special_tokens=False)["input_ids"]
     eos = tokenizer.eos_token_id
     t = t + ([eos] if eos is not None else [])
@@ -198,7 +201,7 @@ def train_lora(
     opt = torch.optim.AdamW(params, lr=options.lr)
     if resume and (ckpt / "optimizer.pt").exists():
         opt.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=True))
-    data = encoded or [encode(tokenizer, e.prompt, e.target, options.max_length) for e in train]
+    data = encoded or [encode(tokenizer, e.chat, e.target, options.max_length) for e in train]
     total = options.epochs * len(data)
     t0 = time.perf_counter()
     tokens = 0
