@@ -119,3 +119,33 @@ def test_a_closed_channel_is_end_of_file():
     a.close()
     with pytest.raises(EOFError):
         wire.recv(b)
+
+
+def test_a_sealed_message_is_the_same_for_every_receiver():
+    a, b = wire.Channel.pair()
+    x = torch.randn(700_000)  # over the spill threshold: a mapped memory file
+    sealed = wire.Sealed({"op": "add_sets", "sets": [[x]]})
+    wire.send(a, sealed)
+    got = wire.recv(b)["sets"][0][0]
+    assert torch.equal(got, x)
+    got.mul_(-1)  # a receiver that writes into what it got changes only its own copy
+    wire.send(a, sealed)
+    again = wire.recv(b)["sets"][0][0]
+    assert torch.equal(again, x)
+    open_fds = len(os.listdir("/proc/self/fd"))
+    sealed.close()
+    assert len(os.listdir("/proc/self/fd")) == open_fds - 1
+    with pytest.raises(wire.WireError, match="closed"):
+        wire.send(a, sealed)
+
+
+def test_received_tensors_are_aligned_views_not_copies():
+    parts = wire.encode_parts({"a": torch.arange(3, dtype=torch.int8), "b": torch.randn(1000)})
+    data = bytearray(b"".join(bytes(p) for p in parts))
+    got = wire.decode(data)
+    start = torch.frombuffer(data, dtype=torch.uint8).data_ptr()  # the message's own bytes
+    assert start <= got["b"].data_ptr() < start + len(data)
+    assert (got["b"].data_ptr() - start) % 64 == 0
+    # Read-only bytes are copied instead.
+    frozen = wire.decode(bytes(data))
+    assert torch.equal(frozen["b"], got["b"])

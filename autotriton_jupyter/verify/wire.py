@@ -422,4 +422,7 @@ def _read_spilled(fd: int, maxlength: int | None) -> mmap.mmap:
         raise WireError("a spilled message is empty")
     # A private mapping: nothing is copied until written, and the file cannot change under
     # it (sealed against writes and shrinking).
-    return mmap.mmap(fd, st.st_size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    try:
+        return mmap.mmap(fd, st.st_size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    except (OSError, ValueError, OverflowError) as e:
+        raise WireError(f"a spilled message cannot be mapped ({e})") from None
