@@ -727,6 +727,7 @@ def cmd_kernels(args: argparse.Namespace) -> int:
                             "edited": a.edited,
                             "model": a.model,
                             "prompt": a.prompt,
+                            "chat": a.chat,  # the messages as sent (None before schema 2)
                             "completion": a.completion,
                             "speedup_vs_eager": a.speedup_vs_eager,
                             "speedup_vs_compile": a.speedup_vs_compile,

@@ -148,3 +148,24 @@ def test_report_json_is_strict_json():
     r.correctness = {"max_abs_err": float("nan"), "max_rel_err": float("inf")}
     d = json.loads(r.finish().to_json(), parse_constant=lambda c: pytest.fail(f"bare {c}"))
     assert d["correctness"] == {"max_abs_err": None, "max_rel_err": None}
+
+
+def test_kernels_export_gives_the_chat_as_sent(tmp_path, capsys):
+    from autotriton_jupyter.store import Store
+
+    lib = tmp_path / "library.sqlite"
+    chat = [
+        {"role": "user", "content": "write ModelNew"},
+        {"role": "assistant", "content": "a wrong answer"},
+        {"role": "user", "content": "it failed: correctness; try again"},
+    ]
+    with Store(lib) as store:
+        task = store.add_task("t", "class Model: ...")
+        cid = store.add_candidate(
+            task, round=1, sample=0, model="m", prompt="write ModelNew", completion="ok",
+            code="class ModelNew: ...", report=None, chat=chat,
+        )
+        store.accept("k", task, "class ModelNew: ...", candidate_id=cid)
+    assert main(["kernels", "export", "--jsonl", "--library", str(lib)]) == 0
+    row = json.loads(capsys.readouterr().out.strip())
+    assert row["name"] == "k" and row["chat"] == chat and row["prompt"] == "write ModelNew"
