@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .files import write_whole
 from .model.generator import GenerationParams
 from .task import Candidate, Task, TaskError
 from .verify import Verifier, VerifyOptions
@@ -147,13 +148,10 @@ def _not_written(path: Path, e: OSError) -> ResultsNotWritten:
 
 
 def _write_whole(path: Path, text: str) -> None:
-    """Write a file through a temporary one, so a full disk never leaves half of it."""
-    tmp = path.with_name(path.name + ".tmp")
+    """A report file written whole, so a full disk never leaves half of it."""
     try:
-        tmp.write_text(text)
-        tmp.replace(path)
+        write_whole(path, text)
     except OSError as e:
-        tmp.unlink(missing_ok=True)
         raise _not_written(path, e) from None
 
 

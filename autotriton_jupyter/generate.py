@@ -7,6 +7,7 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .files import write_whole
 from .model.extract import Extraction, extract
 from .model.generator import Cancel, Completion, EventSink, GenerationParams, Generator
 from .model.prompts import task_chat
@@ -66,16 +67,10 @@ def earlier_samples(out_dir: str | Path) -> list[Path]:
 
 
 def _write_whole(path: Path, text: str) -> None:
-    """A file written whole or not at all (a full disk leaves no half, or empty, file)."""
-    tmp = path.with_name(path.name + ".tmp")
+    """A sample's file written whole (a full disk leaves no half, or empty, file)."""
     try:
-        tmp.write_text(text)
-        tmp.replace(path)
+        write_whole(path, text)
     except OSError as e:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
         from .task import TaskError
 
         raise TaskError(

@@ -193,6 +193,14 @@ def _ptr(t: torch.Tensor) -> int:
     return torch.UntypedStorage.data_ptr(_TB.untyped_storage(t))
 
 
+def storage_range(t: torch.Tensor) -> tuple[int, int]:
+    """The addresses of the whole storage under t (through torch's classes: never a
+    method the candidate set on t or its storage)."""
+    s = _TB.untyped_storage(t)
+    lo = torch.UntypedStorage.data_ptr(s)
+    return lo, lo + torch.UntypedStorage.nbytes(s)
+
+
 def _storage_bytes(t: torch.Tensor) -> torch.Tensor:
     """The whole storage under t, as bytes."""
     return torch.empty(0, dtype=torch.uint8, device=t.device).set_(_TB.untyped_storage(t))
@@ -445,20 +453,37 @@ _check_own.classes = {}  # type: ignore[attr-defined]
 
 
 def guard_source(tree: ast.Module) -> ast.Module:
-    """Every function defined directly in a class body whose first parameter is `self` or
-    `ctx` gets, as its first statement, a call that checks that object (_check_own).
+    """Every function defined directly in a class body whose first parameter is `self`,
+    `cls` or `ctx` gets, as its first statement, a call that checks that object (_check_own).
 
     The lint trusts those names with the candidate's own attributes; without this,
     `Own.method(obj)`, or a raw copy of the function kept in a tuple or by a decorator,
     would make any object `self`. The check is part of the function's own code, so every
     copy of it checks. Line numbers are kept (the call takes the first statement's)."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name | ast.arg | ast.FunctionDef | ast.ClassDef | ast.alias):
-            name = getattr(node, "id", None) or getattr(node, "arg", None) or getattr(node, "name", None) or getattr(node, "asname", None)
-            if name == GUARD_NAME:
-                raise ValueError(f"the candidate uses the name {GUARD_NAME}, which is the judge's")
+        if GUARD_NAME in _names_in(node):
+            raise ValueError(f"the candidate uses the name {GUARD_NAME}, which is the judge's")
     _guard_classes(tree, [])
     return ast.fix_missing_locations(tree)
+
+
+def _names_in(node: ast.AST) -> tuple[str | None, ...]:
+    """The names a node reads or binds (a candidate may not shadow the check's name)."""
+    if isinstance(node, ast.Name):
+        return (node.id,)
+    if isinstance(node, ast.arg):
+        return (node.arg,)
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return (node.name,)
+    if isinstance(node, ast.alias):  # import x as name
+        return (node.name, node.asname)
+    if isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar):
+        return (node.name,)
+    if isinstance(node, ast.MatchMapping):
+        return (node.rest,)
+    if isinstance(node, ast.Global | ast.Nonlocal):
+        return tuple(node.names)
+    return ()
 
 
 def _guard_classes(node: ast.AST, path: list[str]) -> None:
@@ -479,7 +504,7 @@ def _guard_classes(node: ast.AST, path: list[str]) -> None:
 
 def _prepend_check(fn: ast.FunctionDef | ast.AsyncFunctionDef, qual: str, param: str) -> None:
     body = fn.body
-    at = 1 if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str) else 0
+    at = 1 if _starts_with_docstring(body) else 0  # the docstring stays the function's own
     anchor = body[min(at, len(body) - 1)]
     call = ast.Expr(
         ast.Call(
@@ -492,6 +517,15 @@ def _prepend_check(fn: ast.FunctionDef | ast.AsyncFunctionDef, qual: str, param:
         ast.copy_location(n, anchor)
         n.end_lineno, n.end_col_offset = anchor.lineno, anchor.col_offset  # type: ignore[attr-defined]
     body.insert(at, call)
+
+
+def _starts_with_docstring(body: list[ast.stmt]) -> bool:
+    first = body[0] if body else None
+    return (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    )
 
 
 def register_classes(module_name: str) -> None:

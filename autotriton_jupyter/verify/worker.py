@@ -105,12 +105,6 @@ def _lines(shape: torch.Size, r: int) -> torch.Tensor | None:
     return count >= len(dims) - 1
 
 
-def _storage_range(t: torch.Tensor) -> tuple[int, int]:
-    s = torch.Tensor.untyped_storage(t)  # methods through the classes: never a candidate's
-    lo = torch.UntypedStorage.data_ptr(s)
-    return lo, lo + torch.UntypedStorage.nbytes(s)
-
-
 class Worker:
     """State of one worker: its device and whatever the commands built."""
 
@@ -554,12 +548,12 @@ class Worker:
         obs["pytorch_copy"] = obs["output_problem"] is None and bool(
             audit.copied_outputs(_tensors(out))
         )
-        in_ranges = [_storage_range(x) for x in inputs if isinstance(x, torch.Tensor)]
+        in_ranges = [probes.storage_range(x) for x in inputs if isinstance(x, torch.Tensor)]
         obs["aliased"] = any(
             lo < hi2 and lo2 < hi
             for o in _tensors(out)
             if o.untyped_storage().nbytes()
-            for lo, hi in [_storage_range(o)]
+            for lo, hi in [probes.storage_range(o)]
             for lo2, hi2 in in_ranges
         )
         obs["mutated"] = [
