@@ -236,6 +236,7 @@ def _types() -> dict[str, Callable[[str], Any]]:
         "temperature": _flag(number(0), "temperature"),
         "top_p": _flag(number(0, 1, above=True), "top_p"),
         "ms": _flag(number(0), "ms"),
+        "idle": _flag(number(0, 7 * 24 * 60, above=True), "idle"),
         "name": _names("a non-empty name", lambda v: bool(v.strip())),
         "adapter": _names(
             "an adapter name of letters, digits, _ and - (not starting with a digit)",
@@ -400,17 +401,50 @@ def _check_eval(args: argparse.Namespace) -> None:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from .task import Candidate, Task
-    from .verify import Verifier, format_text
+    from .verify import format_text, service
 
     task = Task.from_file(args.reference)
     cand = Candidate.from_file(args.candidate)
-    with Verifier(_options(args), on_event=_progress(args.quiet)) as v:
-        report = v.verify(task, cand)
+    options = _options(args)
+    progress = _progress(args.quiet)
+    report = None
+    if not args.local:  # a running `autotriton verifier` has its workers and references warm
+        report = service.verify_remote(task, cand, options, progress)
+    if report is None:
+        from .verify import Verifier
+
+        with Verifier(options, on_event=progress) as v:
+            report = v.verify(task, cand)
     if args.json:
         print(report.to_json())
     else:
         print(format_text(report))
     return {"pass": EXIT_PASS, "conditional": EXIT_CONDITIONAL}.get(report.verdict, EXIT_FAIL)
+
+
+def cmd_verifier(args: argparse.Namespace) -> int:
+    from .verify import service
+
+    try:
+        if args.what == "start":
+            got = service.start(_options(args), args.idle * 60.0, on_event=_progress(args.quiet))
+            print(
+                f"verifier service {got['pid']} ready on {got['device']} (sandbox "
+                f"{'on' if got['sandbox'] else 'off'}); `autotriton verify` uses it until it "
+                f"has been idle {got['idle_s'] / 60:g} min, or `autotriton verifier stop`"
+            )
+        elif args.what == "stop":
+            print("verifier service stopping" if service.stop() else "no verifier service is running")
+        else:
+            got = service.status()
+            if got is None:
+                print("no verifier service is running")
+                return EXIT_FAIL
+            print(json.dumps(got))
+    except service.ServiceError as e:
+        print(f"autotriton: {e}", file=sys.stderr)
+        return EXIT_FAIL
+    return EXIT_PASS
 
 
 def cmd_bench_verify(args: argparse.Namespace) -> int:
@@ -928,8 +962,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     v.add_argument("candidate", type=source_file, help="CAND.py: ModelNew with the same signature")
     v.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    v.add_argument(
+        "--local",
+        action="store_true",
+        help="verify in this process even when an `autotriton verifier` service runs",
+    )
     _add_verify_flags(v)
     v.set_defaults(func=cmd_verify)
+
+    vs = sub.add_parser(
+        "verifier",
+        help="a warm verifier service that later `autotriton verify` calls use",
+        description="`start` keeps a verifier (its workers, and the references of recent "
+        "tasks) running in the background, so each `autotriton verify` skips its start-up. "
+        "It stops after --idle minutes without a request, or on `stop`.",
+    )
+    vsub = vs.add_subparsers(dest="what", required=True)
+    vstart = vsub.add_parser("start", help="start the service (verify flags set its device and sandbox)")
+    vstart.add_argument(
+        "--idle", type=T["idle"], default=30.0, help="minutes without a request before it stops (default 30)"
+    )
+    _add_verify_flags(vstart, seed=False)
+    vstart.set_defaults(func=cmd_verifier)
+    for what in ("stop", "status"):
+        vsub.add_parser(what).set_defaults(func=cmd_verifier)
 
     g = sub.add_parser("generate", help="sample Triton rewrites of a task with the local model")
     g.add_argument("reference", type=source_file, help="REF.py in the KernelBench format")

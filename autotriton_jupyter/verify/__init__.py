@@ -1,15 +1,30 @@
-"""Judging candidates: `verify(ref, cand) -> Report`, and `Verifier` for many at once."""
+"""Judging candidates: `verify(ref, cand) -> Report`, and `Verifier` for many at once.
+
+The judge (and torch) is imported on first use of `Verifier`, so the options, reports and
+the verifier service's client stay light: `autotriton verify` with a running service
+never imports torch.
+"""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..task import Candidate, Task
-from .judge import Verifier, VerifyOptions
+from .options import VerifyOptions
 from .report import Report, format_text
 
+if TYPE_CHECKING:
+    from .judge import Verifier
+
 __all__ = ["Report", "Verifier", "VerifyOptions", "format_text", "verify"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Verifier":
+        return importlib.import_module(".judge", __name__).Verifier
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def verify(
@@ -19,6 +34,8 @@ def verify(
     **overrides: Any,
 ) -> Report:
     """Verify one candidate file (or Candidate) against a reference file (or Task)."""
+    from .judge import Verifier
+
     task = reference if isinstance(reference, Task) else Task.from_file(reference)
     cand = candidate if isinstance(candidate, Candidate) else Candidate.from_file(candidate)
     opts = options or VerifyOptions()

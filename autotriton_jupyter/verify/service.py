@@ -1,0 +1,352 @@
+"""A warm verifier for the command line: `autotriton verifier start`, then `autotriton verify`.
+
+A one-shot `autotriton verify` pays for importing torch, starting the fork server and its
+workers, and running the reference, before its candidate is judged. A started service
+keeps all of that between calls (one Verifier, its spare workers and its last references),
+so a second verify of a task costs only its candidate's work. It is started by the user,
+never behind their back, holds the GPU memory its workers need, and stops after
+`idle_s` without requests (or on `autotriton verifier stop`).
+
+It listens on a Unix socket in a folder only its user can enter, and answers only that
+user (the peer's uid). Requests and replies are JSON lines:
+
+    client -> {"op": "verify", "task": {...}, "candidate": {...}, "options": {...}}
+    service -> {"event": "..."}*  then {"report": {...}} or {"error": "...", "kind": "task"|"options"}
+    client -> {"op": "status"} | {"op": "stop"}
+
+This module imports neither torch nor the judge until a service actually starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..task import Candidate, Task, TaskError
+from .options import VerifyOptions
+from .report import Report
+
+IDLE_S = 1800.0  # a service with no request for this long stops
+_LINE_LIMIT = 64 << 20  # the longest request or reply line (sources, a report)
+
+
+class ServiceError(RuntimeError):
+    """The service could not be reached, started or stopped, with what to do."""
+
+
+def folder() -> Path:
+    """The service's private folder: $XDG_RUNTIME_DIR/autotriton, else /tmp/autotriton-UID."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    base = Path(runtime) / "autotriton" if runtime and Path(runtime).is_dir() else (
+        Path(tempfile.gettempdir()) / f"autotriton-{os.getuid()}"
+    )
+    base.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = base.lstat()
+    if st.st_uid != os.getuid() or st.st_mode & 0o077 or not base.is_dir() or base.is_symlink():
+        raise ServiceError(
+            f"{base} is not a private folder of this user (owner {st.st_uid}, mode "
+            f"{oct(st.st_mode & 0o777)}); remove it, or set XDG_RUNTIME_DIR to a private folder."
+        )
+    return base
+
+
+def socket_path() -> Path:
+    return folder() / "verifier.sock"
+
+
+def _info_path() -> Path:
+    return folder() / "verifier.json"
+
+
+def _options_dict(o: VerifyOptions) -> dict[str, Any]:
+    d = dataclasses.asdict(o)
+    d["allow_torch"], d["shapes"] = list(o.allow_torch), list(o.shapes)
+    return d
+
+
+def _options_from(d: dict[str, Any]) -> VerifyOptions:
+    known = {f.name for f in dataclasses.fields(VerifyOptions)}
+    o = VerifyOptions(**{k: v for k, v in d.items() if k in known})
+    o.allow_torch, o.shapes = tuple(o.allow_torch), tuple(o.shapes)
+    return o
+
+
+def _send(conn: socket.socket, msg: dict[str, Any]) -> None:
+    conn.sendall(json.dumps(msg, allow_nan=False).encode() + b"\n")
+
+
+def _lines(conn: socket.socket) -> Any:
+    """The JSON messages arriving on conn, one per line, until it closes."""
+    buf = b""
+    while True:
+        chunk = conn.recv(1 << 20)
+        if not chunk:
+            return
+        buf += chunk
+        if len(buf) > _LINE_LIMIT:
+            raise ServiceError("a message from the verifier service is too long")
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            yield json.loads(line)
+
+
+# the client ------------------------------------------------------------------------------
+def _connect(timeout: float | None = 5.0) -> socket.socket | None:
+    """A connection to a running service, or None when there is none."""
+    try:
+        path = socket_path()
+    except (OSError, ServiceError):
+        return None
+    if not path.exists():
+        return None
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.settimeout(timeout)
+    try:
+        conn.connect(str(path))
+    except OSError:  # a socket left by a service that died: not running
+        conn.close()
+        return None
+    conn.settimeout(None)
+    return conn
+
+
+def status() -> dict[str, Any] | None:
+    """What the running service says of itself, or None when none runs."""
+    conn = _connect()
+    if conn is None:
+        return None
+    with conn:
+        _send(conn, {"op": "status"})
+        for msg in _lines(conn):
+            return msg
+    return None
+
+
+def verify_remote(
+    task: Task,
+    candidate: Candidate,
+    options: VerifyOptions,
+    on_event: Callable[[str], None] | None = None,
+) -> Report | None:
+    """Judge one candidate in the running service; None when no service can take it
+    (none runs, or it was started for another device, sandbox or memory limit).
+
+    A task the service cannot run raises TaskError, as a local verify would.
+    """
+    conn = _connect()
+    if conn is None:
+        return None
+    with conn:
+        _send(
+            conn,
+            {
+                "op": "verify",
+                "task": dataclasses.asdict(task),
+                "candidate": dataclasses.asdict(candidate),
+                "options": _options_dict(options),
+            },
+        )
+        for msg in _lines(conn):
+            if "event" in msg:
+                if on_event:
+                    on_event(str(msg["event"]))
+            elif "report" in msg:
+                return Report.from_dict(msg["report"])
+            elif msg.get("kind") == "task":
+                raise TaskError(str(msg.get("error")))
+            else:
+                if on_event:
+                    on_event(f"the verifier service cannot take this: {msg.get('error')}; verifying here")
+                return None
+    raise ServiceError("the verifier service closed the connection without a report")
+
+
+def start(options: VerifyOptions, idle_s: float = IDLE_S, wait_s: float = 300.0,
+          on_event: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Start a service in the background and wait until it answers; its status."""
+    running = status()
+    if running is not None:
+        return running
+    log = folder() / "verifier.log"
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "autotriton_jupyter.verify.service", json.dumps(_options_dict(options)), str(idle_s)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,  # not ended by the terminal's Ctrl-C
+            cwd="/",
+        )
+    t0 = time.monotonic()
+    told = False
+    while time.monotonic() - t0 < wait_s:
+        got = status()
+        if got is not None and got.get("ready"):
+            return got
+        if proc.poll() is not None:
+            tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
+            raise ServiceError(f"the verifier service stopped while starting:\n{tail}")
+        if on_event and got is not None and not told:
+            on_event(f"the verifier service ({got['pid']}) is starting its workers on {got['device']}")
+            told = True
+        time.sleep(0.5)
+    raise ServiceError(f"the verifier service did not answer within {wait_s:g} s; see {log}")
+
+
+def stop() -> bool:
+    """Ask the running service to stop; False when none runs."""
+    conn = _connect()
+    if conn is None:
+        return False
+    with conn:
+        _send(conn, {"op": "stop"})
+        for _ in _lines(conn):
+            pass
+    return True
+
+
+# the service -----------------------------------------------------------------------------
+def _peer_uid(conn: socket.socket) -> int:
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)[1]
+
+
+class _Service:
+    def __init__(self, options: VerifyOptions, idle_s: float) -> None:
+        from .judge import Verifier
+
+        self.options = options
+        self.idle_s = idle_s
+        self.verifier = Verifier(options)
+        self.ready = False
+        self.active = 0
+        self.last = time.monotonic()
+        self.stopping = threading.Event()
+        self.lock = threading.Lock()
+        self.started = time.time()
+
+    def warm(self) -> None:
+        self.verifier.pool.warm()
+        self.ready = True
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "pid": os.getpid(),
+            "ready": self.ready,
+            "device": self.verifier.device,
+            "sandbox": self.options.sandbox,
+            "started": self.started,
+            "idle_s": self.idle_s,
+            "active": self.active,
+            "references": len(self.verifier._refs),
+        }
+
+    def handle(self, conn: socket.socket) -> None:
+        with conn:
+            if _peer_uid(conn) != os.getuid():
+                return
+            try:
+                msg = next(_lines(conn), None)
+            except (ValueError, ServiceError, OSError):
+                return
+            if not isinstance(msg, dict):
+                return
+            if msg.get("op") == "status":
+                _send(conn, self.describe())
+            elif msg.get("op") == "stop":
+                self.stopping.set()
+                _send(conn, {"stopping": True})
+            elif msg.get("op") == "verify":
+                with self.lock:
+                    self.active += 1
+                try:
+                    self._verify(conn, msg)
+                except (OSError, ValueError):
+                    pass  # the client went away: its verdict is lost, the service is not
+                finally:
+                    with self.lock:
+                        self.active -= 1
+                        self.last = time.monotonic()
+
+    def _verify(self, conn: socket.socket, msg: dict[str, Any]) -> None:
+        try:
+            task = Task(**msg["task"])
+            cand = Candidate(**msg["candidate"])
+            options = _options_from(msg["options"])
+        except (KeyError, TypeError) as e:
+            _send(conn, {"error": f"a malformed request ({e})", "kind": "request"})
+            return
+        if not self.verifier.shares_workers_with(options):
+            _send(
+                conn,
+                {
+                    "error": f"it runs on {self.verifier.device} with sandbox "
+                    f"{'on' if self.options.sandbox else 'off'} and its own memory limit",
+                    "kind": "options",
+                },
+            )
+            return
+
+        def event(text: str) -> None:
+            with contextlib.suppress(OSError):
+                _send(conn, {"event": text})
+
+        try:
+            report = self.verifier.view(options, on_event=event).verify(task, cand)
+        except TaskError as e:
+            _send(conn, {"error": str(e), "kind": "task"})
+            return
+        _send(conn, {"report": json.loads(report.to_json())})
+
+    def serve(self) -> None:
+        path = socket_path()
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(path))
+        os.chmod(path, 0o600)
+        listener.listen(16)
+        listener.settimeout(1.0)
+        _info_path().write_text(json.dumps(self.describe()))
+        threading.Thread(target=self.warm, name="autotriton-warm", daemon=True).start()
+        try:
+            while not self.stopping.is_set():
+                try:
+                    conn, _ = listener.accept()
+                except TimeoutError:
+                    with self.lock:
+                        idle = self.active == 0 and time.monotonic() - self.last > self.idle_s
+                    if idle:
+                        break
+                    continue
+                threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
+        finally:
+            listener.close()
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            with contextlib.suppress(FileNotFoundError):
+                _info_path().unlink()
+            self.verifier.close()
+
+
+def main(argv: list[str]) -> int:
+    options = _options_from(json.loads(argv[1]))
+    idle_s = float(argv[2]) if len(argv) > 2 else IDLE_S
+    _Service(options, idle_s).serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

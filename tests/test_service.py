@@ -1,0 +1,97 @@
+"""`autotriton verifier start`: a warm verifier service that `autotriton verify` uses (CPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autotriton_jupyter.verify import service
+
+ROOT = Path(__file__).resolve().parent.parent
+TASK = ROOT / "examples/tasks/add_relu.py"
+CANDS = ROOT / "examples/candidates/add_relu"
+
+
+def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "autotriton_jupyter", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=ROOT,
+    )
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    e = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "PYTHONPATH": str(ROOT)}
+    yield e
+    service.stop()
+
+
+def test_verify_uses_a_started_service_and_gives_the_local_verdicts(env):
+    assert cli(env, "verifier", "status").returncode == 1  # none yet
+    started = cli(env, "verifier", "start", "--device", "cpu", "--idle", "5")
+    assert started.returncode == 0, started.stderr
+    assert "ready on cpu (sandbox on)" in started.stdout
+    status = json.loads(cli(env, "verifier", "status").stdout)
+    assert status["ready"] and status["device"] == "cpu" and status["idle_s"] == 300
+
+    ok = cli(env, "verify", str(TASK), str(CANDS / "pass_masked.py"), "--json")
+    bad = cli(env, "verify", str(TASK), str(CANDS / "fail_sub.py"), "--json")
+    assert (ok.returncode, bad.returncode) == (0, 1)
+    assert json.loads(ok.stdout)["verdict"] == "pass"
+    assert json.loads(bad.stdout)["reasons"][0]["check"] == "correctness"
+    assert "running in a sandboxed worker" in ok.stderr  # the service's progress, streamed
+    # The same verdicts from a verify in this process.
+    local = cli(env, "verify", str(TASK), str(CANDS / "fail_sub.py"), "--json", "--local")
+    checks = lambda p: [(c["name"], c["status"]) for c in json.loads(p.stdout)["checks"]]  # noqa: E731
+    assert checks(local) == checks(bad)
+    # The service kept the task's reference: a second verify did not run it again.
+    assert json.loads(cli(env, "verifier", "status").stdout)["references"] == 1
+
+    # Options the service's workers cannot serve: the verify runs here, and says so.
+    other = cli(env, "verify", str(TASK), str(CANDS / "pass_masked.py"), "--no-sandbox")
+    assert other.returncode == 0
+    assert "cannot take this" in other.stderr and "sandbox on" in other.stderr
+
+    assert "stopping" in cli(env, "verifier", "stop").stdout
+    assert service.status() is None or service.status() == {}
+
+
+def test_a_task_error_from_the_service_is_an_input_error(env, tmp_path):
+    assert cli(env, "verifier", "start", "--device", "cpu", "--idle", "5").returncode == 0
+    broken = tmp_path / "broken.py"
+    broken.write_text(
+        TASK.read_text().replace("def forward(self, x, y):", "def forward(self, x, y):\n        raise ValueError('no')")
+    )
+    got = cli(env, "verify", str(broken), str(CANDS / "pass_masked.py"))
+    assert got.returncode == 2 and "cannot be run" in got.stderr and "no" in got.stderr
+
+
+def test_the_client_does_not_import_torch():
+    code = (
+        "import sys; from autotriton_jupyter.verify import service, format_text, VerifyOptions; "
+        "import autotriton_jupyter.cli; print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_a_shared_or_foreign_folder_is_refused(tmp_path, monkeypatch):
+    runtime = tmp_path / "run"
+    (runtime / "autotriton").mkdir(parents=True)
+    os.chmod(runtime / "autotriton", 0o777)  # others could plant a socket there
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    with pytest.raises(service.ServiceError, match="not a private folder"):
+        service.folder()
+    assert service.status() is None  # a client treats it as no service, and verifies itself
