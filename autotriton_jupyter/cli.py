@@ -947,6 +947,9 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The `autotriton` parser; every value-taking argument has a type that checks it."""
+    from .model.generator import GenerationParams
+
+    sampling = GenerationParams()  # the sampling defaults, written once (model/generator.py)
     T = _types()
     parser = _Parser(prog="autotriton", description="Verified Triton kernels from PyTorch modules.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -995,9 +998,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="autotriton (default), tiny, tiny-hf, a .gguf file, an HF folder, or openai:NAME",
     )
     g.add_argument("-n", type=T["samples"], default=4, help="number of samples (default 4)")
-    g.add_argument("--max-tokens", type=T["tokens"], default=8192, help="per sample (default 8192)")
-    g.add_argument("--temperature", type=T["temperature"], default=0.6)
-    g.add_argument("--top-p", type=T["top_p"], default=0.95)
+    g.add_argument(
+        "--max-tokens",
+        type=T["tokens"],
+        default=sampling.max_tokens,
+        help=f"per sample (default {sampling.max_tokens})",
+    )
+    g.add_argument("--temperature", type=T["temperature"], default=sampling.temperature)
+    g.add_argument("--top-p", type=T["top_p"], default=sampling.top_p)
     g.add_argument("--seed", type=T["seed"])
     g.add_argument(
         "-o",
@@ -1021,9 +1029,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--rounds", type=T["rounds"], default=0, help="repair rounds after the first (default 0)"
     )
-    t.add_argument("--max-tokens", type=T["tokens"], default=8192)
-    t.add_argument("--temperature", type=T["temperature"], default=0.6)
-    t.add_argument("--top-p", type=T["top_p"], default=0.95)
+    t.add_argument("--max-tokens", type=T["tokens"], default=sampling.max_tokens)
+    t.add_argument("--temperature", type=T["temperature"], default=sampling.temperature)
+    t.add_argument("--top-p", type=T["top_p"], default=sampling.top_p)
     t.add_argument("--seed", type=T["seed"])
     t.add_argument("-o", "--output", type=output_file, help="write the best passing candidate here")
     t.add_argument(
@@ -1047,7 +1055,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--model", type=T["name"])
     e.add_argument("-n", type=T["samples"], default=4, help="samples per task (default 4)")
     e.add_argument("--rounds", type=T["rounds"], default=0)
-    e.add_argument("--max-tokens", type=T["tokens"], default=8192)
+    e.add_argument("--max-tokens", type=T["tokens"], default=sampling.max_tokens)
     e.add_argument(
         "--out",
         type=output_dir,
@@ -1127,7 +1135,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument(
         "--max-tokens",
         type=T["tokens"],
-        default=8192,
+        default=sampling.max_tokens,
         help="per answer when comparing before/after on held-out tasks",
     )
     f.add_argument("--library", type=existing_file)
@@ -1182,7 +1190,7 @@ def build_parser() -> argparse.ArgumentParser:
     bg.add_argument(
         "--temperature", type=T["temperature"], default=0.0, help="0 (default): greedy; >0 samples"
     )
-    bg.add_argument("--top-p", type=T["top_p"], default=0.95)
+    bg.add_argument("--top-p", type=T["top_p"], default=sampling.top_p)
     bg.add_argument(
         "--profile", action="store_true", help="add the GPU kernels of 16 decode steps (CUDA)"
     )

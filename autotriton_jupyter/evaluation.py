@@ -624,7 +624,7 @@ def before_after(
     tuned: Any,
     verify: VerifyOptions,
     n: int = 1,
-    max_tokens: int = 8192,
+    max_tokens: int = GenerationParams.max_tokens,
     on_progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Verified pass counts and speedups of the base model and the fine-tuned one on held-out tasks."""

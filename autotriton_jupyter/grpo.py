@@ -28,40 +28,7 @@ from .model.generator import Cancel, Chat, Completion, GenerationError
 from .pipeline import CandidateResult
 from .task import Candidate, Task
 from .verify import Report, Verifier, VerifyOptions
-
-# Checks that fail only when a candidate games the judge rather than gets the answer wrong.
-CHEATS = frozenset(
-    {
-        "no_kernel",
-        "inherits_reference",
-        "forbidden_import",
-        "forbidden_call",
-        "private_api",
-        "module_alias",
-        "dynamic_access",
-        "monkeypatch",
-        "try_except",
-        "host_compute",
-        "side_stream",
-        "kernel_uses_torch",
-        "kernel_calls_python",
-        "introspection",
-        "launches",
-        "torch_ops",
-        "own_forward",
-        "aliasing",
-        "mutation",
-        "output_type",
-        "stale_cache",
-        "repeatability",
-        "threads",
-        "timing_integrity",
-        "tampering",
-        "timed_outputs",
-        "protocol",
-    }
-)
-
+from .verify.report import GAMING_CHECKS
 
 def reward(report: Report | None) -> float:
     """The reward of one answer from the verifier's report (None: the answer had no code)."""
@@ -72,7 +39,7 @@ def reward(report: Report | None) -> float:
         return 1.0 + (min(1.0, max(0.0, math.log2(speedup))) if speedup else 0.0)
     if report.verdict == "conditional":
         return 0.0  # wrong off the task's inputs: not passed, not a cheat
-    return -1.0 if {r["check"] for r in report.reasons} & CHEATS else 0.0
+    return -1.0 if {r["check"] for r in report.reasons} & GAMING_CHECKS else 0.0
 
 
 class VerifierReward:

@@ -49,8 +49,8 @@ class AutotritonMagics(Magics):
     n = Integer(4, help="candidates sampled per cell").tag(config=True)
     rounds = Integer(0, help="repair rounds after the first").tag(config=True)
     model = Unicode("", help="model name (empty: the [model] setting)").tag(config=True)
-    max_tokens = Integer(8192, help="tokens per sample").tag(config=True)
-    temperature = Float(0.6, help="sampling temperature").tag(config=True)
+    max_tokens = Integer(GenerationParams.max_tokens, help="tokens per sample").tag(config=True)
+    temperature = Float(GenerationParams.temperature, help="sampling temperature").tag(config=True)
     library = Unicode("", help="kernel library file (empty: the user data directory)").tag(
         config=True
     )

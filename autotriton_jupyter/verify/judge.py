@@ -75,10 +75,13 @@ class Reference:
     # Input sets encoded once into sealed memory files, by (first, end) set index: every
     # candidate's worker is handed the same files, which none of them can change.
     sealed: dict[tuple[int, int], wire.Sealed] = field(default_factory=dict)
+    # Its own lock: sealing happens while the GPU is held shared, and `lock` is held while
+    # waiting for it exclusively (the reference's timing); one lock for both would deadlock.
+    sealed_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def input_sets(self, first: int, end: int) -> wire.Sealed:
         """The command that gives a worker input sets first..end-1 (encoded once)."""
-        with self.lock:
+        with self.sealed_lock:
             if (first, end) not in self.sealed:
                 self.sealed[(first, end)] = wire.Sealed(
                     {"op": "add_sets", "sets": [s["inputs"] for s in self.sets[first:end]]}
@@ -804,12 +807,20 @@ class Verifier:
                 self.on_event(f"{name}: {what} ({k + 1}/{len(parts)})")
             upto = max(plan[i]["set"] for i in part) + 1
             if upto > sent:
+                try:
+                    sets = ref.input_sets(sent, upto)
+                except OSError as e:  # no memory or descriptors left for a memory file
+                    raise WorkerFailure(
+                        "error",
+                        f"the judge could not prepare the input sets ({e}); free memory and run again",
+                        op="add_sets",
+                    ) from e
                 w.call(
                     "add_sets",
                     o.timeout,
                     "Sending the input sets",
                     max_reply=_REPLY_SLACK,
-                    sealed=ref.input_sets(sent, upto),
+                    sealed=sets,
                 )
             got = w.call(
                 "run",

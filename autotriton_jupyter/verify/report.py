@@ -15,6 +15,42 @@ PASS, FAIL, SKIP, INCONCLUSIVE = "pass", "fail", "skip", "inconclusive"
 CONDITIONAL = "conditional"
 
 
+# Checks that fail only when a candidate games the judge rather than gets the answer wrong
+# (training penalises these; a wrong answer is only not rewarded).
+GAMING_CHECKS = frozenset(
+    {
+        "no_kernel",
+        "inherits_reference",
+        "forbidden_import",
+        "forbidden_call",
+        "private_api",
+        "module_alias",
+        "dynamic_access",
+        "monkeypatch",
+        "try_except",
+        "host_compute",
+        "side_stream",
+        "kernel_uses_torch",
+        "kernel_calls_python",
+        "introspection",
+        "launches",
+        "torch_ops",
+        "own_forward",
+        "aliasing",
+        "mutation",
+        "output_type",
+        "stale_cache",
+        "repeatability",
+        "threads",
+        "timing_integrity",
+        "tampering",
+        "timed_outputs",
+        "protocol",
+    }
+)
+
+
+
 @dataclass
 class Check:
     """One named check and its outcome; `message` says in one sentence what was wrong."""

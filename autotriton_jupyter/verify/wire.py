@@ -175,13 +175,19 @@ def _decode(data: bytes | bytearray | mmap.mmap) -> Any:
         raise WireError(f"malformed message: {e}") from None
     offsets = [_HEADER.size + n]
     for s in sizes:
+        if int(s) < 0:
+            raise WireError("a negative blob size")
         offsets.append(offsets[-1] + int(s))
     if offsets[-1] != len(data):
         raise WireError("message length does not match its header")
     view = memoryview(data)
+    used: set[int] = set()
 
     def tensor(spec: dict) -> torch.Tensor:
         i = int(spec["__tensor__"])
+        if i in used or not 0 <= i < len(sizes):
+            raise WireError("a tensor's bytes are used twice, or are not in the message")
+        used.add(i)
         dtype = dtype_from_name(spec["dtype"])
         shape = [int(s) for s in spec["shape"]]
         raw = view[offsets[i] : offsets[i + 1]]
@@ -222,7 +228,12 @@ def _decode(data: bytes | bytearray | mmap.mmap) -> Any:
         return v
 
     try:
-        return walk(tree)
+        value = walk(tree)
+        # Bytes no tensor uses may only be alignment padding: a reply cannot make the judge
+        # keep a large message alive through a small output that is a view of it.
+        if any(int(sizes[i]) >= _ALIGN for i in range(len(sizes)) if i not in used):
+            raise WireError("a message carries bytes that no value uses")
+        return value
     finally:
         # walk refers to itself through its closure: a cycle that would keep the message's
         # memory (and a mapped file's descriptor) alive until the next garbage collection.

@@ -137,10 +137,14 @@ class Worker:
         worker waits for it before the judge's snapshot of torch, so that import is never
         mistaken for tampering, and the reference's before timing torch.compile.
         """
-        self.dynamo = threading.Thread(
+        thread = threading.Thread(
             target=importlib.import_module, args=("torch._dynamo",), name="autotriton-dynamo", daemon=True
         )
-        self.dynamo.start()
+        try:
+            thread.start()
+        except RuntimeError:  # no thread to be had: the import happens when it is needed
+            return
+        self.dynamo = thread
 
     def _await_dynamo(self) -> None:
         if self.dynamo is not None:
