@@ -30,6 +30,7 @@ from .task import Candidate, Task
 from .verify import Report, Verifier, VerifyOptions
 from .verify.report import GAMING_CHECKS
 
+
 def reward(report: Report | None) -> float:
     """The reward of one answer from the verifier's report (None: the answer had no code)."""
     if report is None:

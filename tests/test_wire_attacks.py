@@ -24,7 +24,6 @@ import sys
 import textwrap
 import threading
 import time
-import tracemalloc
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
