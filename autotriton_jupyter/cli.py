@@ -894,7 +894,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
 
 
 def cmd_adapters(args: argparse.Namespace) -> int:
-    from .model.finetune import list_adapters, remove_adapter, use_adapter
+    from .model.adapters import list_adapters, remove_adapter, use_adapter
 
     if args.what == "list":
         infos = list_adapters()
@@ -909,8 +909,12 @@ def cmd_adapters(args: argparse.Namespace) -> int:
             )
     elif args.what == "export":
         from .model.gguf_lora import export_adapter
+        from .model.registry import resolve
 
-        out = export_adapter(args.name, args.output or "", args.base or "", _model_options(args))
+        options = _model_options(args)
+        out = export_adapter(
+            args.name, lambda base: resolve(base, options), args.output or "", args.base or ""
+        )
         print(f"wrote {out} (llama.cpp: --lora {out})")
     elif args.what == "use":
         use_adapter(args.name)

@@ -455,7 +455,7 @@ VARIABLES = {
     "AUTOTRITON_LIBRARY": "the kernel library file (store.py)",
     "AUTOTRITON_LIBRARY_FILES": "where a library's side folders go (store.py)",
     "AUTOTRITON_CACHE": "the cache folder (store.py, verify/refcache.py)",
-    "AUTOTRITON_ADAPTERS": "the LoRA adapters folder (model/finetune.py)",
+    "AUTOTRITON_ADAPTERS": "the LoRA adapters folder (model/adapters.py)",
     "AUTOTRITON_JOBS": "progress files of running jobs (jobs.py)",
     "AUTOTRITON_BWRAP": "the sandbox's bwrap program (verify/bwrap.py)",
     "AUTOTRITON_LOCK_DIR": "the folder of GPU timing locks (verify/gpulock.py)",

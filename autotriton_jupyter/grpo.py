@@ -148,9 +148,9 @@ def run_grpo(
         raise GenerationError(
             "GRPO needs TRL: pip install 'autotriton-jupyter[hf]' (it brings trl and datasets)."
         ) from e
+    from .model.adapters import adapters_dir
     from .model.backends.hf import HFGenerator
     from .model.finetune import (
-        adapters_dir,
         dataset_from_library,
         keep_adapter,
         split,

@@ -518,6 +518,5 @@ def kernel_state() -> str:
     state["adapter"] = options.adapter
     # The registry's cache is looked at only if something already imported it: no import here.
     registry = sys.modules.get("autotriton_jupyter.model.registry")
-    loaded = getattr(registry, "_loaded", {}) if registry is not None else {}
-    state["loaded"] = sorted({str(getattr(g, "name", "?")) for g in list(loaded.values())})
+    state["loaded"] = registry.loaded_names() if registry is not None else []
     return json.dumps(state)

@@ -8,16 +8,9 @@ import pytest
 
 from autotriton_jupyter.cli import main
 from autotriton_jupyter.model import registry
+from autotriton_jupyter.model.adapters import AdapterInfo, adapter_for, adapters_dir, list_adapters
 from autotriton_jupyter.model.extract import extract
-from autotriton_jupyter.model.finetune import (
-    AdapterInfo,
-    FinetuneOptions,
-    adapter_for,
-    adapters_dir,
-    dataset_from_library,
-    list_adapters,
-    run_finetune,
-)
+from autotriton_jupyter.model.finetune import FinetuneOptions, dataset_from_library, run_finetune
 from autotriton_jupyter.model.generator import Cancel, GenerationError, GenerationParams
 from autotriton_jupyter.model.prompts import task_chat
 from autotriton_jupyter.model.registry import ModelOptions
@@ -39,9 +32,9 @@ FAST = FinetuneOptions(epochs=12, lr=1e-3, rank=16, alpha=32)
 def home(tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOTRITON_LIBRARY", str(tmp_path / "lib.sqlite"))
     monkeypatch.setenv("AUTOTRITON_ADAPTERS", str(tmp_path / "adapters"))
-    registry._loaded.clear()
+    registry.forget_loaded()
     yield tmp_path
-    registry._loaded.clear()
+    registry.forget_loaded()
 
 
 def accept_pairs() -> dict[str, str]:

@@ -16,15 +16,17 @@ import pytest
 
 from autotriton_jupyter.cli import main
 from autotriton_jupyter.model import registry
-from autotriton_jupyter.model.extract import extract
-from autotriton_jupyter.model.finetune import (
+from autotriton_jupyter.model.adapters import (
     AdapterInfo,
-    FinetuneOptions,
     base_fingerprint,
-    dataset_from_library,
-    dataset_hash,
     list_adapters,
     save_adapter,
+)
+from autotriton_jupyter.model.extract import extract
+from autotriton_jupyter.model.finetune import (
+    FinetuneOptions,
+    dataset_from_library,
+    dataset_hash,
     train_lora,
 )
 from autotriton_jupyter.model.generator import GenerationError, GenerationParams
@@ -218,7 +220,7 @@ def trained(hf, tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("AUTOTRITON_LIBRARY", str(home / "lib.sqlite"))
         mp.setenv("AUTOTRITON_ADAPTERS", str(home / "adapters"))
-        registry._loaded.clear()
+        registry.forget_loaded()
         codes = accept_pairs()
         examples = dataset_from_library()
         options = FinetuneOptions(epochs=6, lr=2e-3)  # fewer steps than test_finetune: CI time
@@ -237,7 +239,7 @@ def trained(hf, tmp_path_factory):
         save_adapter(peft_model, info)
         peft_model.unload()
         yield codes
-        registry._loaded.clear()
+        registry.forget_loaded()
 
 
 def test_llamacpp_writes_the_accepted_kernels_after_finetuning(trained, tmp_path, capsys):
@@ -250,7 +252,7 @@ def test_llamacpp_writes_the_accepted_kernels_after_finetuning(trained, tmp_path
         assert extract(out.text, out.finish_reason).code == trained[k].strip() + "\n"
     cached = Path(list_adapters()[0].path) / "adapter.gguf"
     stamp = cached.stat().st_mtime_ns
-    registry._loaded.clear()
+    registry.forget_loaded()
     assert registry.load("tiny", SMALL).name == "tiny+mine"
     assert cached.stat().st_mtime_ns == stamp  # exported once, then reused
     assert registry.load("tiny", ModelOptions(n_ctx=2048, adapter="none")).name == "tiny"

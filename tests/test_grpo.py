@@ -10,7 +10,7 @@ import pytest
 
 from autotriton_jupyter.cli import main
 from autotriton_jupyter.grpo import VerifierReward, reward
-from autotriton_jupyter.model.finetune import list_adapters
+from autotriton_jupyter.model.adapters import list_adapters
 from autotriton_jupyter.verify import Report, Verifier, VerifyOptions
 
 from .test_finetune import accept_pairs, home  # noqa: F401  (home is a fixture)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from autotriton_jupyter.model.backends.hf import argmax_rows, sample_next
+from autotriton_jupyter.model.sampling import argmax_rows, sample_next
 
 
 def test_two_stage_argmax_is_argmax_including_ties_and_odd_lengths():

@@ -199,7 +199,7 @@ class LlamaDecoder:
         """forward + sampling for one token, compiled once per sampling setting (on CUDA)."""
         key = (temperature, top_p)
         if key not in self._steps:
-            from .backends.hf import sample_next
+            from .sampling import sample_next
 
             def step(ids: Any, pos: Any) -> Any:
                 return sample_next(self.forward(ids, pos), temperature, top_p)
@@ -214,7 +214,7 @@ class LlamaDecoder:
         torch = self.torch
         b, p = prompt.shape
         self._ensure_cache(b, p + max_new)
-        from .backends.hf import sample_next
+        from .sampling import sample_next
 
         nxt = sample_next(self._prefill(prompt), temperature, top_p)
         step = self._step(temperature, top_p)

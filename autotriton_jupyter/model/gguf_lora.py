@@ -244,16 +244,17 @@ def cached_export(adapter_dir: str | Path, base_gguf: str | Path) -> Path:
     return export(folder, out, base_from_gguf(base_gguf))
 
 
-def export_adapter(name: str, out: str = "", base: str = "", options: Any = None) -> Path:
-    """`autotriton adapters export`: a kept adapter as a GGUF for base (a model name or path; default its own)."""
-    from .finetune import adapters_dir, list_adapters
-    from .registry import ModelOptions, resolve
+def export_adapter(name: str, resolve: Callable[[str], Any], out: str = "", base: str = "") -> Path:
+    """`autotriton adapters export`: a kept adapter as a GGUF for base (a model name or path;
+    default its own). `resolve` turns a model name into the registry's ModelSpec (given by
+    the caller, so this module does not import the registry, which imports it)."""
+    from .adapters import adapters_dir, list_adapters
 
     info = next((a for a in list_adapters() if a.name == name), None)
     if info is None:
         raise GenerationError(f"No adapter named {name!r} (see `autotriton adapters list`).")
     folder = Path(info.path or adapters_dir() / name)
-    spec = resolve(base or info.base, options or ModelOptions())
+    spec = resolve(base or info.base)
     if spec.backend not in ("hf", "llamacpp") or not spec.available:
         raise GenerationError(
             f"The base model {spec.name!r} is not a local model available here"

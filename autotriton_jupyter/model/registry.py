@@ -201,6 +201,18 @@ _loaded: dict[tuple, Any] = {}
 _load_lock = threading.Lock()
 
 
+def forget_loaded() -> None:
+    """Drop every loaded model, so the next load() builds it again (a new adapter to use)."""
+    with _load_lock:
+        _loaded.clear()
+
+
+def loaded_names() -> list[str]:
+    """The names of the models loaded in this process."""
+    with _load_lock:
+        return sorted({str(getattr(g, "name", "?")) for g in _loaded.values()})
+
+
 def load(name: str, options: ModelOptions, on_event: Any = None) -> Any:
     """The Generator for a name, loaded once per process and reused."""
     spec = resolve(name, options)
@@ -228,7 +240,7 @@ def _adapter_path(spec: ModelSpec, options: ModelOptions) -> str | None:
     """The LoRA adapter (a peft folder) the transformers or llama.cpp backend should use, if any."""
     if spec.backend not in ("hf", "llamacpp") or options.adapter == "none":
         return None
-    from .finetune import adapter_for, base_fingerprint
+    from .adapters import adapter_for, base_fingerprint
 
     if not options.adapter and not _any_adapters():
         return None
@@ -243,7 +255,7 @@ def _adapter_path(spec: ModelSpec, options: ModelOptions) -> str | None:
 
 
 def _any_adapters() -> bool:
-    from .finetune import adapters_dir
+    from .adapters import adapters_dir
 
     d = adapters_dir()
     return d.is_dir() and any(d.glob("*/autotriton.json"))

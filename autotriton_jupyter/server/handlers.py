@@ -115,7 +115,7 @@ def settings(path: Path) -> dict[str, Any]:
     """The settings a run would use: model and adapter, the magic's defaults, what is usable."""
     from ..config import load
     from ..magic import AutotritonMagics
-    from ..model.finetune import adapters_dir, list_adapters
+    from ..model.adapters import adapters_dir, list_adapters
     from ..model.generator import GenerationError
     from ..model.registry import ModelOptions, list_models, resolve, usable
 
@@ -123,7 +123,7 @@ def settings(path: Path) -> dict[str, Any]:
     traits = AutotritonMagics.class_traits()
     preferred = adapters_dir() / "preferred"
     adapters = list_adapters()
-    # Which adapter generation picks (see finetune.adapter_for): the configured one, else
+    # Which adapter generation picks (see adapters.adapter_for): the configured one, else
     # the preferred one, else the newest. Exact only per base model, which needs the
     # weights' fingerprint; the panel shows this as a hint.
     if options.adapter == "none":
