@@ -409,7 +409,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     progress = _progress(args.quiet)
     report = None
     if not args.local:  # a running `autotriton verifier` has its workers and references warm
-        report = service.verify_remote(task, cand, options, progress)
+        try:
+            report = service.verify_remote(task, cand, options, progress)
+        except (service.ServiceError, OSError, ValueError) as e:
+            _warn(f"the verifier service failed during this verify ({e}); verifying here instead")
     if report is None:
         from .verify import Verifier
 

@@ -205,8 +205,9 @@ def start(options: VerifyOptions, idle_s: float = IDLE_S, wait_s: float = 300.0,
     raise ServiceError(f"the verifier service did not answer within {wait_s:g} s; see {log}")
 
 
-def stop() -> bool:
-    """Ask the running service to stop; False when none runs."""
+def stop(wait_s: float = 600.0) -> bool:
+    """Ask the running service to stop and wait until it is gone (it first finishes the
+    verifies it is running); False when none runs."""
     conn = _connect()
     if conn is None:
         return False
@@ -214,6 +215,9 @@ def stop() -> bool:
         _send(conn, {"op": "stop"})
         for _ in _lines(conn):
             pass
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < wait_s and socket_path().exists():
+        time.sleep(0.1)
     return True
 
 
@@ -334,11 +338,16 @@ class _Service:
                 threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
         finally:
             listener.close()
+            while True:  # verifies under way finish first: their workers are not cut off
+                with self.lock:
+                    if self.active == 0:
+                        break
+                time.sleep(0.1)
+            self.verifier.close()
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
             with contextlib.suppress(FileNotFoundError):
                 _info_path().unlink()
-            self.verifier.close()
 
 
 def main(argv: list[str]) -> int:
