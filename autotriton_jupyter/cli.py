@@ -413,6 +413,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
             report = service.verify_remote(task, cand, options, progress)
         except (service.ServiceError, OSError, ValueError) as e:
             _warn(f"the verifier service failed during this verify ({e}); verifying here instead")
+        except KeyboardInterrupt:
+            print(
+                "autotriton: interrupted; the verifier service still finishes this candidate "
+                "(its verdict is not shown; `autotriton verifier stop` ends the service).",
+                file=sys.stderr,
+            )
+            return 130
     if report is None:
         from .verify import Verifier
 
@@ -425,25 +432,49 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return {"pass": EXIT_PASS, "conditional": EXIT_CONDITIONAL}.get(report.verdict, EXIT_FAIL)
 
 
+def _service_line(got: dict) -> str:
+    since = time.strftime("%H:%M", time.localtime(got.get("started", 0)))
+    active = got.get("active", 0)
+    return (
+        f"pid {got['pid']} on {got['device']}, sandbox {'on' if got['sandbox'] else 'off'}, "
+        f"since {since}; {'' if got.get('ready') else 'still starting its workers, '}"
+        f"{active} verif{'y' if active == 1 else 'ies'} running, references of "
+        f"{got.get('references', 0)} task(s) kept; stops after {got['idle_s'] / 60:g} min "
+        "without a request, or on `autotriton verifier stop`"
+    )
+
+
 def cmd_verifier(args: argparse.Namespace) -> int:
     from .verify import service
 
     try:
         if args.what == "start":
-            got = service.start(_options(args), args.idle * 60.0, on_event=_progress(args.quiet))
-            print(
-                f"verifier service {got['pid']} ready on {got['device']} (sandbox "
-                f"{'on' if got['sandbox'] else 'off'}); `autotriton verify` uses it until it "
-                f"has been idle {got['idle_s'] / 60:g} min, or `autotriton verifier stop`"
-            )
+            options = _options(args)
+            got = service.start(options, args.idle * 60.0, on_event=_progress(args.quiet))
+            if got.get("already"):
+                differs = service.mismatch(got, options)
+                if differs:
+                    print(
+                        f"autotriton: a verifier service already runs (pid {got['pid']}), but "
+                        f"{differs}; stop it first (`autotriton verifier stop`), then start again.",
+                        file=sys.stderr,
+                    )
+                    return EXIT_FAIL
+                print(f"a verifier service is already running: {_service_line(got)}")
+            else:
+                print(f"verifier service ready: {_service_line(got)}")
         elif args.what == "stop":
-            print("verifier service stopping" if service.stop() else "no verifier service is running")
+            print(
+                "verifier service stopped (verifies under way were finished first)"
+                if service.stop()
+                else "no verifier service is running"
+            )
         else:
             got = service.status()
             if got is None:
                 print("no verifier service is running")
                 return EXIT_FAIL
-            print(json.dumps(got))
+            print(json.dumps(got) if args.json else f"verifier service running: {_service_line(got)}")
     except service.ServiceError as e:
         print(f"autotriton: {e}", file=sys.stderr)
         return EXIT_FAIL
@@ -988,14 +1019,35 @@ def build_parser() -> argparse.ArgumentParser:
         "It stops after --idle minutes without a request, or on `stop`.",
     )
     vsub = vs.add_subparsers(dest="what", required=True)
-    vstart = vsub.add_parser("start", help="start the service (verify flags set its device and sandbox)")
-    vstart.add_argument(
-        "--idle", type=T["idle"], default=30.0, help="minutes without a request before it stops (default 30)"
+    vstart = vsub.add_parser(
+        "start",
+        help="start the service on a device, sandboxed or not",
+        description="Each `autotriton verify` still chooses its own tolerances, trials, seed "
+        "and timing; the service is started for a device and a sandbox setting only. Exit "
+        "status 0 when a service is ready (started now, or already running with these "
+        "settings), 1 when one runs with other settings or it could not start.",
     )
-    _add_verify_flags(vstart, seed=False)
-    vstart.set_defaults(func=cmd_verifier)
-    for what in ("stop", "status"):
-        vsub.add_parser(what).set_defaults(func=cmd_verifier)
+    vstart.add_argument(
+        "--idle",
+        type=T["idle"],
+        default=30.0,
+        metavar="MINUTES",
+        help="minutes without a request before it stops (default 30)",
+    )
+    vstart.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where to run (default auto)")
+    vstart.add_argument(
+        "--no-sandbox", action="store_true", help="run its workers without the OS sandbox (trusted code only)"
+    )
+    vstart.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    vstart.set_defaults(func=cmd_verifier, allow_torch=None, shapes=None, no_timing=False)
+    vsub.add_parser(
+        "stop", help="stop it, once the verifies under way have finished (exit 0 either way)"
+    ).set_defaults(func=cmd_verifier)
+    vstatus = vsub.add_parser(
+        "status", help="say whether one runs: exit 0 when it does, 1 when none runs"
+    )
+    vstatus.add_argument("--json", action="store_true", help="print its status as one JSON object")
+    vstatus.set_defaults(func=cmd_verifier)
 
     g = sub.add_parser("generate", help="sample Triton rewrites of a task with the local model")
     g.add_argument("reference", type=source_file, help="REF.py in the KernelBench format")

@@ -126,6 +126,21 @@ if want latency; then
             "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['verdict'], d['reasons'][:2], d['seconds'])" "$OUT/cli-$pass-$cand.json"
         done
     done
+    echo "== the CLI's quick path: autotriton verifier start, then each pair twice (the first pays the reference)"
+    s0=$(date +%s.%N)
+    timeout 120 $AT verifier start -q > "$OUT/service-start.log" 2>&1
+    echo "verifier start: exit $?, $("$PY" -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 2))" "$(date +%s.%N)" "$s0") s"
+    for round in 1 2; do
+        for cand in wrong_axis rowwise; do
+            s0=$(date +%s.%N)
+            timeout 100 $AT verify examples/gpu_tasks/softmax.py examples/candidates/softmax/$cand.py --json \
+                > "$OUT/svc-$round-$cand.json" 2> "$OUT/svc-$round-$cand.log"
+            code=$?
+            echo "service verify $cand ($round): exit $code, $("$PY" -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 2))" "$(date +%s.%N)" "$s0") s"
+            "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['verdict'], d['reasons'][:2], {k: round(v, 2) for k, v in d['seconds'].items()})" "$OUT/svc-$round-$cand.json"
+        done
+    done
+    timeout 60 $AT verifier stop >> "$OUT/service-start.log" 2>&1
     unset AUTOTRITON_CACHE
 fi
 

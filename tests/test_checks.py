@@ -91,3 +91,20 @@ def test_complex_half_and_integer_outputs(chunk):
     assert "in 1 of 10 elements" in checks.compare(j, i, 0, 0).message
     assert checks.compare(torch.empty(0, 3), torch.empty(0, 3), 0, 0).ok
     assert checks.compare(torch.tensor(2.0), torch.tensor(2.0), 0, 0).ok
+
+
+def test_a_device_that_runs_out_of_memory_leaves_the_comparison_to_the_cpu(monkeypatch):
+    r = torch.randn(1000, generator=torch.Generator().manual_seed(3))
+    o = r.clone()
+    o[10] += 1
+    seen = []
+
+    def full(x, device):
+        seen.append(device)
+        raise torch.OutOfMemoryError("no room")
+
+    monkeypatch.setattr(checks, "_on", full)
+    c = checks.compare(o, r, 1e-3, 0, device="cuda")
+    assert seen == ["cuda"]  # it tried the device first
+    assert not c.ok and "first at index [10]" in c.message
+    assert checks.compare(o, r, 1e-3, 0, device="cpu") == c  # the CPU itself is no detour

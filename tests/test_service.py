@@ -43,8 +43,8 @@ def test_verify_uses_a_started_service_and_gives_the_local_verdicts(env):
     assert cli(env, "verifier", "status").returncode == 1  # none yet
     started = cli(env, "verifier", "start", "--device", "cpu", "--idle", "5")
     assert started.returncode == 0, started.stderr
-    assert "ready on cpu (sandbox on)" in started.stdout
-    status = json.loads(cli(env, "verifier", "status").stdout)
+    assert "verifier service ready: pid" in started.stdout and "on cpu, sandbox on" in started.stdout
+    status = json.loads(cli(env, "verifier", "status", "--json").stdout)
     assert status["ready"] and status["device"] == "cpu" and status["idle_s"] == 300
 
     ok = cli(env, "verify", str(TASK), str(CANDS / "pass_masked.py"), "--json")
@@ -58,14 +58,24 @@ def test_verify_uses_a_started_service_and_gives_the_local_verdicts(env):
     checks = lambda p: [(c["name"], c["status"]) for c in json.loads(p.stdout)["checks"]]  # noqa: E731
     assert checks(local) == checks(bad)
     # The service kept the task's reference: a second verify did not run it again.
-    assert json.loads(cli(env, "verifier", "status").stdout)["references"] == 1
+    assert json.loads(cli(env, "verifier", "status", "--json").stdout)["references"] == 1
+    assert any("verified by the verifier service" in n for n in json.loads(ok.stdout)["notes"])
+    assert not any("verifier service" in n for n in json.loads(local.stdout)["notes"])
 
     # Options the service's workers cannot serve: the verify runs here, and says so.
     other = cli(env, "verify", str(TASK), str(CANDS / "pass_masked.py"), "--no-sandbox")
     assert other.returncode == 0
-    assert "cannot take this" in other.stderr and "sandbox on" in other.stderr
+    assert "cannot take this" in other.stderr and "its sandbox is on" in other.stderr
 
-    assert "stopping" in cli(env, "verifier", "stop").stdout
+    # A second start says one runs; one asked for other settings is refused, and says which.
+    again = cli(env, "verifier", "start", "--device", "cpu")
+    assert again.returncode == 0 and "already running" in again.stdout
+    other = cli(env, "verifier", "start", "--no-sandbox")
+    assert other.returncode == 1 and "its sandbox is on" in other.stderr and "verifier stop" in other.stderr
+    human = cli(env, "verifier", "status")
+    assert human.returncode == 0 and "on cpu, sandbox on" in human.stdout and "stops after 5 min" in human.stdout
+
+    assert "verifier service stopped" in cli(env, "verifier", "stop").stdout
     for _ in range(100):  # it finishes its accept loop, then removes its socket
         if service.status() is None:
             break
@@ -100,3 +110,42 @@ def test_a_shared_or_foreign_folder_is_refused(tmp_path, monkeypatch):
     with pytest.raises(service.ServiceError, match="not a private folder"):
         service.folder()
     assert service.status() is None  # a client treats it as no service, and verifies itself
+
+
+def test_start_takes_only_its_own_flags(env):
+    got = cli(env, "verifier", "start", "--device", "cpu", "--atol", "0.1")
+    assert got.returncode == 2 and "--atol" in got.stderr
+    assert service.status() is None  # nothing was started
+
+
+def test_an_unusable_runtime_folder_is_one_clear_line(tmp_path):
+    link = tmp_path / "run"
+    link.mkdir(mode=0o700)
+    (link / "autotriton").symlink_to(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for runtime, says in ((str(link), "is a symbolic link"), ("/proc", "cannot be made")):
+        got = cli({**env, "XDG_RUNTIME_DIR": runtime}, "verifier", "start", "--device", "cpu")
+        assert got.returncode == 1 and says in got.stderr and "XDG_RUNTIME_DIR" in got.stderr
+        assert "Traceback" not in got.stderr
+
+
+def test_a_service_that_does_not_take_the_connection_is_busy_not_gone(tmp_path, monkeypatch):
+    import socket
+
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(service.socket_path()))
+    listener.listen(0)  # never accepts: the queue fills
+    held = []
+    try:
+        with pytest.raises(service.ServiceError, match="did not answer"):
+            for _ in range(64):
+                c = service._connect(timeout=0.3)
+                assert c is not None
+                held.append(c)
+    finally:
+        for c in held:
+            c.close()
+        listener.close()

@@ -68,6 +68,39 @@ def test_large_messages_travel_as_a_sealed_memory_file():
     assert len(os.listdir("/proc/self/fd")) == open_fds  # the memory file is closed on both sides
 
 
+def test_device_bytes_are_written_straight_into_the_memory_file(monkeypatch):
+    """A worker's GPU outputs go from the device into the sealed file (_OnDevice); here the
+    same path with CPU tensors standing in for device ones, large and small messages."""
+    made = []
+
+    class Counted(wire._OnDevice):
+        __slots__ = ()
+
+        def __init__(self, t):
+            made.append(t.numel())
+            super().__init__(t)
+
+    monkeypatch.setattr(wire, "_OnDevice", Counted)
+    walk_device = torch.Tensor.device  # the encoder asks a tensor where it lives
+    monkeypatch.setattr(torch.Tensor, "device", property(lambda t: torch.device("meta")))
+    try:
+        big = torch.arange(700_000, dtype=torch.float32).reshape(700, 1000)
+        parts = wire.encode_parts({"x": big.t(), "y": torch.ones(3, dtype=torch.int8), "e": torch.empty(0)})
+    finally:
+        monkeypatch.setattr(torch.Tensor, "device", walk_device)
+    assert sorted(made) == [3, 700_000]
+    fd = wire._spill(parts)
+    try:
+        seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+        assert seals & fcntl.F_SEAL_WRITE and seals & fcntl.F_SEAL_GROW
+        got = wire.decode(wire._read_spilled(fd, None))
+    finally:
+        os.close(fd)
+    assert torch.equal(got["x"], big.t()) and got["y"].tolist() == [1, 1, 1] and got["e"].numel() == 0
+    small = wire.decode(b"".join(wire._host(p) for p in parts))  # what a small message sends
+    assert torch.equal(small["x"], big.t())
+
+
 def _memfd(data: bytes, seal: bool) -> int:
     fd = os.memfd_create("t", os.MFD_ALLOW_SEALING)
     os.write(fd, data)

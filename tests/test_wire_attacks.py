@@ -35,6 +35,7 @@ from autotriton_jupyter.verify import checks, wire
 from autotriton_jupyter.verify.checks import Comparison
 from autotriton_jupyter.verify.gpulock import GpuLock
 from autotriton_jupyter.verify.judge import Reference, Verifier, VerifyOptions
+from autotriton_jupyter.verify.report import Report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -316,7 +317,9 @@ def test_sealing_sets_and_timing_the_reference_do_not_deadlock():
 
 
 def _fake_verifier(device: str = "cpu", atol: float = 1e-2, rtol: float = 1e-2) -> Any:
-    return SimpleNamespace(options=VerifyOptions(atol=atol, rtol=rtol), device=device, on_event=lambda m: None)
+    v = SimpleNamespace(options=VerifyOptions(atol=atol, rtol=rtol), device=device, on_event=lambda m: None)
+    v._compare = lambda out, want, quick=False: Verifier._compare(v, out, want, quick)  # type: ignore[arg-type]
+    return v
 
 
 def _plan_ref(n: int) -> Reference:
@@ -355,7 +358,7 @@ def test_a_worker_returning_more_runs_than_asked_is_a_protocol_error():
     runs = [{"set": 0, "obs": _obs(), "outputs": torch.full((4,), 0.0)} for _ in range(5)]
     w = _ScriptedWorker([{"runs": runs, "tampered": []}] * 3)
     with pytest.raises(IndexError):
-        Verifier._run_plan(_fake_verifier(), ref, w, plan, "c")  # type: ignore[arg-type]
+        Verifier._run_plan(_fake_verifier(), ref, w, plan, Report(candidate="c"))  # type: ignore[arg-type]
 
 
 def test_a_wrong_fresh_run_stops_early_and_its_comparison_is_the_one_reported():
@@ -368,7 +371,7 @@ def test_a_wrong_fresh_run_stops_early_and_its_comparison_is_the_one_reported():
         {"runs": [{"set": 2, "obs": _obs(), "outputs": torch.full((4,), 2.0)}], "tampered": []},
     ]
     w = _ScriptedWorker(list(replies))
-    ran = Verifier._run_plan(_fake_verifier(), ref, w, plan, "c")  # type: ignore[arg-type]
+    ran = Verifier._run_plan(_fake_verifier(), ref, w, plan, Report(candidate="c"))  # type: ignore[arg-type]
     assert ran["stopped"] and len(ran["runs"]) == 2
     assert ran["compared"][0].ok and not ran["compared"][1].ok
     fresh = checks.compare(ran["runs"][1]["outputs"], ref.sets[1]["outputs"], 1e-2, 1e-2)

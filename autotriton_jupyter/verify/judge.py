@@ -191,6 +191,27 @@ def _late_calls() -> int:
     return int(48 * (12.5 ** (secrets.randbelow(1 << 20) / (1 << 20))))
 
 
+def _start_cuda() -> None:
+    """Create this process's CUDA context now rather than at the first comparison."""
+    import torch
+
+    with contextlib.suppress(Exception):  # a comparison would fall back to the CPU
+        torch.empty(1, device="cuda")
+
+
+def _release_cuda_cache() -> None:
+    import torch
+
+    with contextlib.suppress(Exception):
+        torch.cuda.empty_cache()
+
+
+def _seconds(x: Any) -> float:
+    """A duration a worker reported (it may lie; figures only): 0 unless a finite number >= 0."""
+    ok = isinstance(x, int | float) and not isinstance(x, bool) and 0 <= x < float("inf")
+    return float(x) if ok else 0.0
+
+
 def _nbytes(tree: Any) -> int:
     """Bytes of tensor data in a tree of tensors, lists and tuples."""
     if isinstance(tree, list | tuple):
@@ -312,6 +333,8 @@ class Verifier:
         self._refs: dict[str, Reference] = {}
         self._refs_lock = threading.Lock()
         self._owns_pool = True
+        if self.device == "cuda":  # the judge compares outputs on the GPU: its CUDA start, meanwhile
+            threading.Thread(target=_start_cuda, name="autotriton-judge-cuda", daemon=True).start()
 
     def pool_alive(self) -> bool:
         """False once close() was called on the verifier that owns the workers."""
@@ -607,6 +630,8 @@ class Verifier:
         finally:
             if w is not None:
                 self.pool.release(w)
+            if self.device == "cuda":  # the comparisons' blocks: this process keeps no GPU memory
+                _release_cuda_cache()
         if r.interpreted:
             r.notes.extend(_interpreter_hints(r))
         r.notes = list(dict.fromkeys(r.notes))
@@ -726,20 +751,21 @@ class Verifier:
             plan.append(
                 {"set": late, "slot": late, "kind": "late", "extra_calls": _late_calls()}
             )
-            ran = self._run_plan(ref, w, plan, r.candidate)
+            ran = self._run_plan(ref, w, plan, r)
             took("runs")
-        self._tampering(loaded["tampered"] + ran["tampered"], r)
-        if (
-            len(ran["runs"]) < len(plan)
-            and not ran["stopped"]
-            and not any("error" in x for x in ran["runs"])
-        ):
-            r.add("runs", FAIL, "The worker returned fewer runs than it was asked for.")
-            return
-        self._runs(
-            ref, plan[: len(ran["runs"])] if ran["stopped"] else plan, ran["runs"], r, ran["compared"]
-        )
-        took("compare")
+            self._tampering(loaded["tampered"] + ran["tampered"], r)
+            if (
+                len(ran["runs"]) < len(plan)
+                and not ran["stopped"]
+                and not any("error" in x for x in ran["runs"])
+            ):
+                r.add("runs", FAIL, "The worker returned fewer runs than it was asked for.")
+                return
+            # Under the shared lock: the comparison runs on the GPU where there is one.
+            self._runs(
+                ref, plan[: len(ran["runs"])] if ran["stopped"] else plan, ran["runs"], r, ran["compared"]
+            )
+            took("compare")
         if ran["stopped"]:
             r.notes.append("the repeated calls were skipped: the output was already wrong")
         if r.blocking() or not o.timing:
@@ -769,16 +795,18 @@ class Verifier:
                 keep=keep,
             )
         took("timing")
-        self._timing(ref, rt, timed, r)
+        with self.pool.lock.shared():
+            self._timing(ref, rt, timed, r)
         took("timing_compare")
 
-    def _run_plan(self, ref: Reference, w: Worker, plan: list[dict], name: str) -> dict[str, Any]:
+    def _run_plan(self, ref: Reference, w: Worker, plan: list[dict], r: Report) -> dict[str, Any]:
         """Run the plan in the candidate's worker, in parts when inputs and outputs are large.
 
         Input sets are sent with the first part that uses them; a part that ends in an
-        error ends the run.
+        error ends the run. Where the time went goes into r.seconds ("runs_*").
         """
-        o = self.options
+        o, name = self.options, r.candidate
+        spent = {"runs_add_sets": 0.0, "runs_in_worker": 0.0, "runs_messages": 0.0, "runs_compare": 0.0}
         cost = [
             _nbytes(ref.sets[p["set"]]["outputs"]) + _nbytes(ref.sets[p["set"]]["inputs"])
             for p in plan
@@ -794,11 +822,13 @@ class Verifier:
         compared: dict[int, Comparison] = {}  # fresh runs, compared once, as their part returns
         checked = 0
         for k, part in enumerate(parts):
+            t0 = time.perf_counter()
             for i in range(checked, len(runs)):
                 if plan[i]["kind"] == "fresh" and "outputs" in runs[i]:
                     want = ref.sets[plan[i]["set"]]["outputs"]
-                    compared[i] = compare(runs[i]["outputs"], want, o.atol, o.rtol)
+                    compared[i] = self._compare(runs[i]["outputs"], want)
             checked = len(runs)
+            spent["runs_compare"] += time.perf_counter() - t0
             if k and any(not c.ok for c in compared.values()):
                 stopped = True
                 break
@@ -806,6 +836,7 @@ class Verifier:
                 what = ", ".join(_run_label(ref, plan[i]) for i in part)
                 self.on_event(f"{name}: {what} ({k + 1}/{len(parts)})")
             upto = max(plan[i]["set"] for i in part) + 1
+            t0 = time.perf_counter()
             if upto > sent:
                 try:
                     sets = ref.input_sets(sent, upto)
@@ -822,6 +853,8 @@ class Verifier:
                     max_reply=_REPLY_SLACK,
                     sealed=sets,
                 )
+            t1 = time.perf_counter()
+            spent["runs_add_sets"] += t1 - t0
             got = w.call(
                 "run",
                 o.timeout,
@@ -833,11 +866,18 @@ class Verifier:
                 ],
                 extra_budget_s=LATE_BUDGET_S if self.device == "cpu" else LATE_BUDGET_GPU_S,
             )
+            # The worker's own clock: for the figures only, never for a verdict.
+            in_worker = _seconds(got.get("op_s"))
+            spent["runs_in_worker"] += in_worker
+            spent["runs_messages"] += max(0.0, time.perf_counter() - t1 - in_worker)
+            if not runs and got["runs"] and isinstance(got["runs"][0].get("obs"), dict):
+                spent["runs_first_call"] = _seconds(got["runs"][0]["obs"].get("seconds"))
             sent = max(sent, upto)
             runs += got["runs"]
             tampered += got["tampered"]
             if len(got["runs"]) < len(part) or any("error" in x for x in got["runs"]):
                 break
+        r.seconds.update(spent)
         return {"runs": runs, "tampered": tampered, "stopped": stopped, "compared": compared}
 
     # judging ---------------------------------------------------------------------------
@@ -940,6 +980,12 @@ class Verifier:
                 f"{where}; the timer would not see that work.",
             )
 
+    def _compare(self, out: Any, want: Any, quick: bool = False) -> Comparison:
+        """On the GPU being verified on, where there is one (hold the device lock shared)."""
+        o = self.options
+        device = "cuda" if self.device == "cuda" else None
+        return compare(out, want, o.atol, o.rtol, quick, device=device)
+
     def _allowed(self, op: str) -> bool:
         allow = self.options.allow_torch
         return "all" in allow or any(
@@ -982,7 +1028,7 @@ class Verifier:
             out = run["outputs"]
             if out is None:
                 continue
-            c = (compared or {}).get(i) or compare(out, s["outputs"], o.atol, o.rtol)
+            c = (compared or {}).get(i) or self._compare(out, s["outputs"])
             worst_abs, worst_rel = max(worst_abs, c.max_abs), max(worst_rel, c.max_rel)
             detail.append(
                 {
@@ -996,7 +1042,7 @@ class Verifier:
             if (
                 p["kind"] == "refill"
                 and not c.ok
-                and compare(out, ref.sets[plan[0]["set"]]["outputs"], o.atol, o.rtol).ok
+                and self._compare(out, ref.sets[plan[0]["set"]]["outputs"]).ok
             ):
                 r.add(
                     "stale_cache",
@@ -1007,9 +1053,9 @@ class Verifier:
             elif (
                 p["kind"] == "repeat"
                 and first_out is not None
-                and not compare(out, first_out, o.atol, o.rtol).ok
+                and not self._compare(out, first_out).ok
             ):
-                agree = compare(out, first_out, o.atol, o.rtol)
+                agree = self._compare(out, first_out)
                 r.add(
                     "repeatability",
                     FAIL,
@@ -1074,14 +1120,13 @@ class Verifier:
                 )
 
     def _timing(self, ref: Reference, rt: dict[str, Any], timed: dict[str, Any], r: Report) -> None:
-        o = self.options
         t = timed["timing"]
         self._tampering(timed["tampered"], r)
         for k in timed["kept"]:
             want = ref.sets[k["set"]]["outputs"]
-            c = compare(k["outputs"], want, o.atol, o.rtol, quick=True)
+            c = self._compare(k["outputs"], want, quick=True)
             if not c.ok:
-                c = compare(k["outputs"], want, o.atol, o.rtol)  # for its message
+                c = self._compare(k["outputs"], want)  # for its message
                 r.add(
                     "timed_outputs",
                     FAIL,
@@ -1113,9 +1158,9 @@ class Verifier:
         self._observation(after["obs"], where, r, first=False)
         if after["outputs"] is not None:
             want = ref.sets[after["set"]]["outputs"]
-            c = compare(after["outputs"], want, o.atol, o.rtol, quick=True)
+            c = self._compare(after["outputs"], want, quick=True)
             if not c.ok:
-                c = compare(after["outputs"], want, o.atol, o.rtol)  # for its message
+                c = self._compare(after["outputs"], want)  # for its message
                 r.add("timed_outputs", FAIL, f"{c.message} {where}.")
         cand = t["median_ms"]
         if t["wall_median_ms"] > 1.5 * cand + 0.25:

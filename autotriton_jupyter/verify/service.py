@@ -52,12 +52,24 @@ def folder() -> Path:
     base = Path(runtime) / "autotriton" if runtime and Path(runtime).is_dir() else (
         Path(tempfile.gettempdir()) / f"autotriton-{os.getuid()}"
     )
-    base.mkdir(mode=0o700, parents=True, exist_ok=True)
-    st = base.lstat()
-    if st.st_uid != os.getuid() or st.st_mode & 0o077 or not base.is_dir() or base.is_symlink():
+    fix = "set XDG_RUNTIME_DIR to a private folder of yours"
+    try:
+        if not base.is_symlink():
+            base.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = base.lstat()
+    except OSError as e:
         raise ServiceError(
-            f"{base} is not a private folder of this user (owner {st.st_uid}, mode "
-            f"{oct(st.st_mode & 0o777)}); remove it, or set XDG_RUNTIME_DIR to a private folder."
+            f"the verifier service's folder {base} cannot be made ({e.strerror or e}); {fix}"
+        ) from e
+    if base.is_symlink():
+        raise ServiceError(
+            f"{base} is a symbolic link, and the verifier service's socket must live in a "
+            f"real folder; remove the link, or {fix}"
+        )
+    if st.st_uid != os.getuid() or st.st_mode & 0o077 or not base.is_dir():
+        raise ServiceError(
+            f"{base} is not a private folder of this user (owner uid {st.st_uid}, mode "
+            f"{oct(st.st_mode & 0o777)}; it must be yours, mode 0700); remove it, or {fix}"
         )
     return base
 
@@ -103,23 +115,49 @@ def _lines(conn: socket.socket) -> Any:
 
 
 # the client ------------------------------------------------------------------------------
-def _connect(timeout: float | None = 5.0) -> socket.socket | None:
-    """A connection to a running service, or None when there is none."""
+def _connect(timeout: float = 30.0) -> socket.socket | None:
+    """A connection to a running service, or None when there is none. A service that
+    does not take the connection within `timeout` (a machine under load) is not "none":
+    ServiceError says it is busy."""
     try:
         path = socket_path()
     except (OSError, ServiceError):
         return None
     if not path.exists():
         return None
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    conn.settimeout(timeout)
-    try:
-        conn.connect(str(path))
-    except OSError:  # a socket left by a service that died: not running
-        conn.close()
-        return None
-    conn.settimeout(None)
-    return conn
+    deadline = time.monotonic() + timeout
+    while True:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.settimeout(max(0.05, deadline - time.monotonic()))
+        try:
+            conn.connect(str(path))
+        except (BlockingIOError, TimeoutError, InterruptedError) as e:
+            # Its queue of connections is full (EAGAIN on a Unix socket): busy, not gone.
+            conn.close()
+            if time.monotonic() >= deadline:
+                raise ServiceError(
+                    f"the verifier service at {path} did not answer within {timeout:g} s "
+                    "(busy?); try again, or `autotriton verify --local`"
+                ) from e
+            time.sleep(0.05)
+            continue
+        except OSError:  # a socket left by a service that died: not running
+            conn.close()
+            return None
+        conn.settimeout(None)
+        return conn
+
+
+def mismatch(running: dict[str, Any], options: VerifyOptions) -> str | None:
+    """What of `options` a running service (its status) was not started with, or None."""
+    why = []
+    if options.device not in ("auto", running.get("device")):
+        why.append(f"it runs on {running.get('device')}, not --device {options.device}")
+    if options.sandbox != running.get("sandbox"):
+        why.append(f"its sandbox is {'on' if running.get('sandbox') else 'off'}")
+    if options.memory_limit_gb and options.memory_limit_gb != running.get("memory_limit_gb"):
+        why.append(f"its memory limit is {running.get('memory_limit_gb') or 'the default'}")
+    return "; ".join(why) or None
 
 
 def status() -> dict[str, Any] | None:
@@ -163,7 +201,9 @@ def verify_remote(
                 if on_event:
                     on_event(str(msg["event"]))
             elif "report" in msg:
-                return Report.from_dict(msg["report"])
+                report = Report.from_dict(msg["report"])
+                report.notes.append(f"verified by the verifier service (pid {msg.get('pid')})")
+                return report
             elif msg.get("kind") == "task":
                 raise TaskError(str(msg.get("error")))
             else:
@@ -175,10 +215,11 @@ def verify_remote(
 
 def start(options: VerifyOptions, idle_s: float = IDLE_S, wait_s: float = 300.0,
           on_event: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Start a service in the background and wait until it answers; its status."""
+    """Start a service in the background and wait until it answers; its status. When one
+    runs already, its status with "already": True (nothing is started)."""
     running = status()
     if running is not None:
-        return running
+        return {**running, "already": True}
     log = folder() / "verifier.log"
     with open(log, "ab") as out:
         proc = subprocess.Popen(
@@ -251,6 +292,7 @@ class _Service:
             "ready": self.ready,
             "device": self.verifier.device,
             "sandbox": self.options.sandbox,
+            "memory_limit_gb": self.options.memory_limit_gb,
             "started": self.started,
             "idle_s": self.idle_s,
             "active": self.active,
@@ -293,14 +335,8 @@ class _Service:
             _send(conn, {"error": f"a malformed request ({e})", "kind": "request"})
             return
         if not self.verifier.shares_workers_with(options):
-            _send(
-                conn,
-                {
-                    "error": f"it runs on {self.verifier.device} with sandbox "
-                    f"{'on' if self.options.sandbox else 'off'} and its own memory limit",
-                    "kind": "options",
-                },
-            )
+            why = mismatch(self.describe(), options) or "its workers were started with other options"
+            _send(conn, {"error": why, "kind": "options"})
             return
 
         def event(text: str) -> None:
@@ -312,7 +348,7 @@ class _Service:
         except TaskError as e:
             _send(conn, {"error": str(e), "kind": "task"})
             return
-        _send(conn, {"report": json.loads(report.to_json())})
+        _send(conn, {"report": json.loads(report.to_json()), "pid": os.getpid()})
 
     def serve(self) -> None:
         path = socket_path()

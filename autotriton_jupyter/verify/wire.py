@@ -79,13 +79,34 @@ def _layout_order(t: torch.Tensor) -> list[int]:
     return order if t.permute(order).is_contiguous() else identity
 
 
+class _OnDevice:
+    """A device tensor's bytes, copied to the host only where they land: straight into a
+    large message's memory file, or into bytes for a small message."""
+
+    __slots__ = ("flat",)
+
+    def __init__(self, t: torch.Tensor) -> None:
+        self.flat = t.reshape(-1).view(torch.uint8)
+
+    def __len__(self) -> int:
+        return self.flat.numel()
+
+    def host(self) -> Any:
+        return self.flat.cpu().numpy()
+
+
+def _host(part: Any) -> Any:
+    return part.host() if isinstance(part, _OnDevice) else part
+
+
 def encode(value: Any) -> bytes:
     """Encode a tree of dicts, lists, tuples, scalars and tensors."""
-    return b"".join(encode_parts(value))
+    return b"".join(_host(p) for p in encode_parts(value))
 
 
 def encode_parts(value: Any) -> list[Any]:
-    """The encoded message as buffers (header first), to write without joining them."""
+    """The encoded message as buffers (header first), to write without joining them; a
+    device tensor's bytes stay on the device until they are written (`_OnDevice`)."""
     blobs: list[Any] = []
     at = [0]  # bytes of blobs so far
 
@@ -106,11 +127,14 @@ def encode_parts(value: Any) -> list[Any]:
             return v
         if isinstance(v, torch.Tensor):
             t = torch.Tensor.detach(v)  # the class's method: never an attribute set on v
-            if t.device.type != "cpu":
-                t = t.cpu()
             order = _layout_order(t)
             stored = t.permute(order).contiguous()
-            raw = stored.reshape(-1).view(torch.uint8).numpy() if t.numel() else b""
+            if not t.numel():
+                raw: Any = b""
+            elif t.device.type != "cpu":
+                raw = _OnDevice(stored)
+            else:
+                raw = stored.reshape(-1).view(torch.uint8).numpy()
             spec = {
                 "__tensor__": add(raw),
                 "dtype": dtype_name(t.dtype),
@@ -344,9 +368,12 @@ def _close_all(fds: list[int]) -> None:
 def _spill(parts: list[Any]) -> int:
     fd = os.memfd_create("autotriton-msg", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
-        with os.fdopen(os.dup(fd), "wb") as f:
-            for p in parts:
-                f.write(p)
+        if any(isinstance(p, _OnDevice) for p in parts):
+            _fill(fd, parts)
+        else:
+            with os.fdopen(os.dup(fd), "wb") as f:
+                for p in parts:
+                    f.write(p)
         seals = 0
         for name in _SEALS:
             seals |= getattr(fcntl, name)
@@ -355,6 +382,28 @@ def _spill(parts: list[Any]) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def _fill(fd: int, parts: list[Any]) -> None:
+    """Write the parts into the memory file through a mapping: a device tensor is copied
+    from the device straight into it (one copy, not two). The mapping is gone before the
+    file is sealed against writes."""
+    total = sum(len(p) for p in parts)
+    os.ftruncate(fd, total)
+    mm = mmap.mmap(fd, total)
+    try:
+        at = 0
+        for p in parts:
+            n = len(p)
+            if isinstance(p, _OnDevice):
+                dst = torch.frombuffer(mm, dtype=torch.uint8, count=n, offset=at)
+                dst.copy_(p.flat)
+                del dst
+            elif n:
+                mm[at : at + n] = p
+            at += n
+    finally:
+        mm.close()
 
 
 class Sealed:
@@ -382,7 +431,7 @@ def send(conn: Channel, value: Any) -> None:
         return
     parts = encode_parts(value)
     if sum(len(p) for p in parts) <= _SPILL_BYTES:
-        conn.send_parts(parts)
+        conn.send_parts([_host(p) for p in parts])
         return
     fd = _spill(parts)
     try:

@@ -618,6 +618,7 @@ class Worker:
         return {"sets": len(self.sets)}
 
     def op_run(self, msg: dict) -> dict:
+        started = time.perf_counter()
         runs = []
         budget = float(msg.get("extra_budget_s", 1e9))
         for run in msg["runs"]:
@@ -645,7 +646,7 @@ class Worker:
                 )
                 break
             runs.append({"set": run["set"], "obs": _merge([*extra, obs]), "outputs": out})
-        return {"runs": runs, "tampered": self._tampered()}
+        return {"runs": runs, "tampered": self._tampered(), "op_s": time.perf_counter() - started}
 
     def op_time_candidate(self, msg: dict) -> dict:
         assert self.probe is not None
