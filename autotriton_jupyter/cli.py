@@ -408,7 +408,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     options = _options(args)
     progress = _progress(args.quiet)
     report = None
-    if not args.local:  # a running `autotriton verifier` has its workers and references warm
+    remote = not args.local
+    if remote:  # a running `autotriton verifier` has its workers and references warm
         try:
             report = service.verify_remote(task, cand, options, progress)
         except (service.ServiceError, OSError, ValueError) as e:
@@ -420,16 +421,50 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 130
-    if report is None:
+    tuned = None
+    if report is not None:
+        if args.tune:
+            def remote_judge(cands: list) -> list:
+                out = []
+                for c in cands:
+                    r = service.verify_remote(task, c, options, progress)
+                    if r is None:
+                        raise service.ServiceError("the verifier service stopped during tuning")
+                    out.append(r)
+                return out
+
+            tuned = _tune(args, cand, report, remote_judge, progress)
+    else:
         from .verify import Verifier
 
         with Verifier(options, on_event=progress) as v:
             report = v.verify(task, cand)
+            if args.tune:
+                tuned = _tune(args, cand, report, lambda cands: v.verify_many(task, cands), progress)
     if args.json:
-        print(report.to_json())
+        got = json.loads(report.to_json())
+        if tuned is not None:
+            got["tuning"] = tuned.to_dict()
+        print(json.dumps(got))
     else:
         print(format_text(report))
+        if tuned is not None:
+            print(tuned.summary())
     return {"pass": EXIT_PASS, "conditional": EXIT_CONDITIONAL}.get(report.verdict, EXIT_FAIL)
+
+
+def _tune(args: argparse.Namespace, cand: Any, report: Any, judge: Callable, progress: Callable) -> Any:
+    """The tuning pass over a verified candidate; --tuned-out gets the best variant's source."""
+    from .files import write_whole
+    from .tuning import tune
+
+    tuned = tune(cand, report, judge, args.tune_variants, progress)
+    if args.tuned_out and tuned.best is not None:
+        write_whole(Path(args.tuned_out), tuned.best.variant.source)
+        progress(f"tuning: the best variant was written to {args.tuned_out}")
+    elif args.tuned_out:
+        progress(f"tuning: no variant beat the original, so {args.tuned_out} was not written")
+    return tuned
 
 
 def _service_line(got: dict) -> str:
@@ -1007,6 +1042,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--local",
         action="store_true",
         help="verify in this process even when an `autotriton verifier` service runs",
+    )
+    v.add_argument(
+        "--tune",
+        action="store_true",
+        help="after a pass with timing, sweep the kernels' launch parameters (num_warps, "
+        "num_stages, BLOCK sizes written as numbers); every variant is verified in full",
+    )
+    v.add_argument(
+        "--tune-variants",
+        type=T["count"],
+        default=12,
+        metavar="N",
+        help="at most N one-parameter variants (default 12), then the improving ones together",
+    )
+    v.add_argument(
+        "--tuned-out", type=output_file, metavar="FILE", help="write the best verified variant here"
     )
     _add_verify_flags(v)
     v.set_defaults(func=cmd_verify)
