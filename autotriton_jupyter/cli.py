@@ -267,6 +267,22 @@ def _warn(message: str) -> None:
     print(f"autotriton: warning: {_one_line(message)}", file=sys.stderr, flush=True)
 
 
+def _add_tune_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--tune",
+        action="store_true",
+        help="after a pass with timing, sweep the kernels' launch parameters (num_warps, "
+        "num_stages, BLOCK sizes written as numbers); every variant is verified in full",
+    )
+    p.add_argument(
+        "--tune-variants",
+        type=_types()["count"],
+        default=12,
+        metavar="N",
+        help="at most N one-parameter variants (default 12), then the improving ones together",
+    )
+
+
 def _add_verify_flags(p: argparse.ArgumentParser, seed: bool = True) -> None:
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where to run (default auto)")
     p.add_argument(
@@ -361,6 +377,22 @@ def _options(args: argparse.Namespace):
 # Checks that need more than one argument, run by main() before the command does any work.
 
 
+def _check_verify(args: argparse.Namespace) -> None:
+    from .task import TaskError
+
+    if not args.tune and (args.tuned_out or args.tune_variants != 12):
+        raise TaskError("--tuned-out and --tune-variants apply only with --tune; add --tune.")
+    if args.tuned_out and Path(args.tuned_out).resolve() in {
+        Path(args.candidate).resolve(), Path(args.reference).resolve()
+    }:
+        raise TaskError(
+            f"--tuned-out {args.tuned_out} is one of the files being verified; write the tuned "
+            "kernel to a new file."
+        )
+    if args.tune and args.device == "cpu":
+        _warn("--tune needs timing on a GPU: on the CPU the candidate is verified, not tuned.")
+
+
 def _check_generate(args: argparse.Namespace) -> None:
     from .generate import earlier_samples
     from .task import TaskError
@@ -400,7 +432,7 @@ def _check_eval(args: argparse.Namespace) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from .task import Candidate, Task
+    from .task import Candidate, Task, TaskError
     from .verify import format_text, service
 
     task = Task.from_file(args.reference)
@@ -412,6 +444,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if remote:  # a running `autotriton verifier` has its workers and references warm
         try:
             report = service.verify_remote(task, cand, options, progress)
+        except TaskError:  # the task (or the request) cannot work: the same answer here
+            raise
         except (service.ServiceError, OSError, ValueError) as e:
             _warn(f"the verifier service failed during this verify ({e}); verifying here instead")
         except KeyboardInterrupt:
@@ -460,14 +494,22 @@ def _tune(args: argparse.Namespace, cand: Any, report: Any, judge: Callable, pro
 
     tuned = tune(cand, report, judge, args.tune_variants, progress)
     if args.tuned_out and tuned.best is not None:
-        write_whole(Path(args.tuned_out), tuned.best.variant.source)
-        progress(f"tuning: the best variant was written to {args.tuned_out}")
+        out = Path(args.tuned_out)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            write_whole(out, tuned.best.variant.source)
+        except OSError as e:
+            _warn(f"the tuned kernel could not be written to {out} ({e.strerror or e}); it is in the report")
+        else:
+            progress(f"tuning: the best variant was written to {args.tuned_out}")
     elif args.tuned_out:
         progress(f"tuning: no variant beat the original, so {args.tuned_out} was not written")
     return tuned
 
 
 def _service_line(got: dict) -> str:
+    from .verify import service
+
     since = time.strftime("%H:%M", time.localtime(got.get("started", 0)))
     active = got.get("active", 0)
     return (
@@ -475,7 +517,7 @@ def _service_line(got: dict) -> str:
         f"since {since}; {'' if got.get('ready') else 'still starting its workers, '}"
         f"{active} verif{'y' if active == 1 else 'ies'} running, references of "
         f"{got.get('references', 0)} task(s) kept; stops after {got['idle_s'] / 60:g} min "
-        "without a request, or on `autotriton verifier stop`"
+        f"without a request, or on `autotriton verifier stop`; socket and log in {service.folder()}"
     )
 
 
@@ -496,6 +538,11 @@ def cmd_verifier(args: argparse.Namespace) -> int:
                     )
                     return EXIT_FAIL
                 print(f"a verifier service is already running: {_service_line(got)}")
+                if abs(got["idle_s"] - args.idle * 60.0) > 1e-6:
+                    print(
+                        f"(its idle limit stays {got['idle_s'] / 60:g} min; stop it and start "
+                        f"again for --idle {args.idle:g})"
+                    )
             else:
                 print(f"verifier service ready: {_service_line(got)}")
         elif args.what == "stop":
@@ -507,12 +554,16 @@ def cmd_verifier(args: argparse.Namespace) -> int:
         else:
             got = service.status()
             if got is None:
-                print("no verifier service is running")
+                print(json.dumps({"running": False}) if args.json else "no verifier service is running")
                 return EXIT_FAIL
-            print(json.dumps(got) if args.json else f"verifier service running: {_service_line(got)}")
+            print(
+                json.dumps({"running": True, **got})
+                if args.json
+                else f"verifier service running: {_service_line(got)}"
+            )
     except service.ServiceError as e:
         print(f"autotriton: {e}", file=sys.stderr)
-        return EXIT_FAIL
+        return EXIT_USAGE if e.usage else EXIT_FAIL
     return EXIT_PASS
 
 
@@ -704,6 +755,9 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
         n=args.n,
         rounds=args.rounds,
         verify=verify,
+        tune=args.tune,
+        tune_variants=args.tune_variants,
+        speed_rounds=args.speed_rounds,
         params=GenerationParams(
             max_tokens=args.max_tokens,
             temperature=args.temperature,
@@ -716,7 +770,7 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
     def on_event(e) -> None:
         if e.kind == "token":
             progress(e.data["event"])
-        elif e.kind in ("generating", "repairing", "verifying", "done"):
+        elif e.kind in ("generating", "repairing", "verifying", "speeding", "tuning", "done"):
             emit(e.message)
         elif e.kind == "verified":
             emit(f"round {e.round + 1} sample {e.sample + 1}: {e.message}")
@@ -746,8 +800,9 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
                 if r and r.reasons
                 else ""
             )
+            tuned = f" (tuned: {c.tuned})" if c.tuned else ""
             print(
-                f"round {c.round + 1} sample {c.sample + 1}: {r.verdict if r else 'no code'}{why}"
+                f"round {c.round + 1} sample {c.sample + 1}{tuned}: {r.verdict if r else 'no code'}{why}"
             )
         if best and best.report:
             print("\nbest candidate:\n" + format_text(best.report))
@@ -1043,24 +1098,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="verify in this process even when an `autotriton verifier` service runs",
     )
-    v.add_argument(
-        "--tune",
-        action="store_true",
-        help="after a pass with timing, sweep the kernels' launch parameters (num_warps, "
-        "num_stages, BLOCK sizes written as numbers); every variant is verified in full",
-    )
-    v.add_argument(
-        "--tune-variants",
-        type=T["count"],
-        default=12,
-        metavar="N",
-        help="at most N one-parameter variants (default 12), then the improving ones together",
-    )
+    _add_tune_flags(v)
     v.add_argument(
         "--tuned-out", type=output_file, metavar="FILE", help="write the best verified variant here"
     )
     _add_verify_flags(v)
-    v.set_defaults(func=cmd_verify)
+    v.set_defaults(func=cmd_verify, precheck=_check_verify)
 
     vs = sub.add_parser(
         "verifier",
@@ -1076,7 +1119,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Each `autotriton verify` still chooses its own tolerances, trials, seed "
         "and timing; the service is started for a device and a sandbox setting only. Exit "
         "status 0 when a service is ready (started now, or already running with these "
-        "settings), 1 when one runs with other settings or it could not start.",
+        "settings), 1 when one runs with other settings or it could not start, 2 when what "
+        "was asked cannot work here (--device cuda without a GPU).",
     )
     vstart.add_argument(
         "--idle",
@@ -1144,6 +1188,15 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--top-p", type=T["top_p"], default=sampling.top_p)
     t.add_argument("--seed", type=T["seed"])
     t.add_argument("-o", "--output", type=output_file, help="write the best passing candidate here")
+    t.add_argument(
+        "--speed-rounds",
+        type=T["rounds"],
+        default=0,
+        metavar="N",
+        help="while the best passing candidate is slower than torch.compile, send it back with "
+        "its timing for a faster one, up to N times (default 0; needs a GPU)",
+    )
+    _add_tune_flags(t)
     t.add_argument(
         "--library",
         type=output_file,

@@ -64,6 +64,8 @@ class AutotritonMagics(Magics):
     @argument("--inputs", help="forward arguments, a Python expression (with --module)")
     @argument("--init", help="constructor arguments, a Python expression (with --module)")
     @argument("--no-timing", action="store_true", help="skip GPU timing")
+    @argument("--tune", action="store_true", help="tune the best kernel's launch parameters (each variant verified)")
+    @argument("--speed-rounds", type=int, help="ask for a faster kernel while the best is slower than torch.compile")
     @argument(
         "--no-cache",
         action="store_true",
@@ -218,6 +220,9 @@ class AutotritonMagics(Magics):
         if not 1 <= n <= 64:
             _error(f"-n {n}: use 1 to 64 samples (each is a sequence in the decode batch and a candidate to verify).")
             return
+        if args.speed_rounds is not None and not 0 <= args.speed_rounds <= 8:
+            _error(f"--speed-rounds {args.speed_rounds}: use 0 to 8 rounds.")
+            return
         params = GenerationParams(
             max_tokens=args.max_tokens or self.max_tokens,
             temperature=self.temperature,
@@ -229,6 +234,8 @@ class AutotritonMagics(Magics):
             params=params,
             verify=vo,
             class_name="Model",
+            tune=args.tune,
+            speed_rounds=args.speed_rounds or 0,
         )
         progress = _progress_view(task.name, self.library or None)
         try:

@@ -15,7 +15,7 @@ from typing import Any
 
 from .model.extract import extract
 from .model.generator import Cancel, Chat, Completion, Event, GenerationParams, Generator
-from .model.prompts import repair_chat, task_chat
+from .model.prompts import repair_chat, speed_chat, task_chat
 from .task import Candidate, Task
 from .verify import Report, Verifier, VerifyOptions
 from .verify.report import FAIL
@@ -30,6 +30,9 @@ class TritonizeOptions:
     params: GenerationParams = field(default_factory=GenerationParams)
     verify: VerifyOptions = field(default_factory=VerifyOptions)
     class_name: str = "Model"
+    speed_rounds: int = 0  # rounds asking for a faster kernel while the best is slower than compile
+    tune: bool = False  # the tuning pass over the best passing candidate (tuning.py)
+    tune_variants: int = 12
 
 
 @dataclass
@@ -51,6 +54,7 @@ class CandidateResult:
     problem: str | None
     report: Report | None
     chat: Chat = field(default_factory=list)
+    tuned: str = ""  # for a variant the tuning pass made: the launch parameters it changed
 
     @classmethod
     def from_completion(
@@ -120,7 +124,7 @@ class Result:
 
 @dataclass
 class PipelineEvent:
-    """kind: generating, token, extracted, verifying, verified, repairing, done."""
+    """kind: generating, token, extracted, verifying, verified, repairing, speeding, tuning, done."""
 
     kind: str
     message: str = ""
@@ -181,39 +185,7 @@ def tritonize(
                     round=rnd,
                 )
             )
-            per_chat = o.n if rnd == 0 else 1
-
-            def on_token(e: Event, rnd: int = rnd) -> None:
-                emit(
-                    PipelineEvent(
-                        "token",
-                        sample=e.sample,
-                        round=rnd,
-                        data={"event": e},
-                    )
-                )
-
-            overlap = _Overlap(v, task, rnd, per_chat, emit, cancel)
-            try:
-                completions = generator.generate(
-                    chats, per_chat, o.params, on_event=overlap.watch(on_token), cancel=overlap.cancel
-                )
-                batch = [
-                    CandidateResult.from_completion(c, chats[c.chat], rnd, i)
-                    for i, c in enumerate(completions)
-                ]
-                for b in batch:
-                    emit(
-                        PipelineEvent(
-                            "extracted", b.problem or "code extracted", sample=b.sample, round=rnd
-                        )
-                    )
-                overlap.finish(batch)
-            finally:
-                overlap.close()
-            for b in batch:
-                if b.report is None:
-                    b.report = _no_code_report(b.problem or "no code was extracted")
+            batch = _sample(v, task, generator, chats, o.n if rnd == 0 else 1, rnd, o, emit, cancel)
             results.extend(batch)
             if any(b.passed for b in batch) or rnd == o.rounds:
                 break
@@ -235,6 +207,11 @@ def tritonize(
                     round=rnd + 1,
                 )
             )
+        _speed_rounds(v, task, generator, results, o, emit, cancel)
+        if o.tune and not cancel.cancelled:
+            tuned = _tune_best(v, task, results, o, emit)
+            if tuned is not None:
+                results.append(tuned)
     finally:
         if own:
             v.close()
@@ -248,6 +225,134 @@ def tritonize(
     )
     emit(PipelineEvent("done", "a candidate passed" if res.best else "no candidate passed"))
     return res
+
+
+def _sample(
+    v: Verifier,
+    task: Task,
+    generator: Generator,
+    chats: list[Chat],
+    per_chat: int,
+    rnd: int,
+    o: TritonizeOptions,
+    emit: Callable[[PipelineEvent], None],
+    cancel: Cancel,
+) -> list[CandidateResult]:
+    """One round: per_chat samples of each chat, each verified as soon as its code is complete."""
+
+    def on_token(e: Event) -> None:
+        emit(PipelineEvent("token", sample=e.sample, round=rnd, data={"event": e}))
+
+    overlap = _Overlap(v, task, rnd, per_chat, emit, cancel)
+    try:
+        completions = generator.generate(
+            chats, per_chat, o.params, on_event=overlap.watch(on_token), cancel=overlap.cancel
+        )
+        batch = [
+            CandidateResult.from_completion(c, chats[c.chat], rnd, i) for i, c in enumerate(completions)
+        ]
+        for b in batch:
+            emit(PipelineEvent("extracted", b.problem or "code extracted", sample=b.sample, round=rnd))
+        overlap.finish(batch)
+    finally:
+        overlap.close()
+    for b in batch:
+        if b.report is None:
+            b.report = _no_code_report(b.problem or "no code was extracted")
+    return batch
+
+
+def _speed_rounds(
+    v: Verifier,
+    task: Task,
+    generator: Generator,
+    results: list[CandidateResult],
+    o: TritonizeOptions,
+    emit: Callable[[PipelineEvent], None],
+    cancel: Cancel,
+) -> None:
+    """While the best passing candidate is slower than torch.compile, send it back with its
+    timing table and a request for a faster kernel (up to o.speed_rounds rounds)."""
+    for k in range(o.speed_rounds):
+        if cancel.cancelled:
+            return
+        timed = [
+            c for c in results
+            if c.passed and c.report and (c.report.timing or {}).get("speedup_vs_compile")
+        ]
+        if not timed:
+            emit(PipelineEvent("speeding", "speed round skipped: no passing candidate was timed "
+                               "against torch.compile (it needs a GPU)"))
+            return
+        best = min(timed, key=rank_key)
+        assert best.report is not None and best.report.timing is not None
+        x = best.report.timing["speedup_vs_compile"]
+        if x >= 1.0:
+            if k:
+                emit(PipelineEvent("speeding", f"the best candidate is now {x:.2f}x torch.compile"))
+            return
+        rnd = max(c.round for c in results) + 1
+        emit(
+            PipelineEvent(
+                "speeding",
+                f"speed round {k + 1}: the best candidate ({x:.2f}x torch.compile) goes back "
+                f"with its timing; sampling {o.n}",
+                round=rnd,
+            )
+        )
+        chats = [speed_chat(best.chat, best.completion, best.report.timing)]
+        results.extend(_sample(v, task, generator, chats, o.n, rnd, o, emit, cancel))
+
+
+def _tune_best(
+    v: Verifier,
+    task: Task,
+    results: list[CandidateResult],
+    o: TritonizeOptions,
+    emit: Callable[[PipelineEvent], None],
+) -> CandidateResult | None:
+    """The tuning pass over the best passing, timed candidate: its best verified variant as
+    a candidate of its own (ranked with the others), or None."""
+    from .tuning import tune
+
+    timed = [
+        c for c in results if c.passed and c.code and (c.report and (c.report.timing or {}).get("candidate_ms"))
+    ]
+    if not timed:
+        emit(PipelineEvent("tuning", "tuning: no passing candidate was timed (it needs a GPU)"))
+        return None
+    best = min(timed, key=rank_key)
+    assert best.code is not None and best.report is not None
+    label = f"round {best.round + 1}, sample {best.sample + 1}"
+    got = tune(
+        Candidate(best.code, label),
+        best.report,
+        lambda cands: v.verify_many(task, cands),
+        o.tune_variants,
+        on_event=lambda m: emit(PipelineEvent("tuning", m)),
+    )
+    emit(PipelineEvent("tuning", got.summary(), data={"tuning": got.to_dict()}))
+    if got.best is None or got.best.report is None:
+        return None
+    report = got.best.report
+    report.notes.append(
+        f"the tuning pass made this from {label} ({got.best.variant.describe()}); "
+        f"{got.original_ms:.4f} ms there, {got.best.ms:.4f} ms here"
+    )
+    return CandidateResult(
+        best.round,
+        best.sample,
+        best.prompt,
+        best.completion,
+        best.finish_reason,
+        0,
+        0.0,
+        got.best.variant.source,
+        None,
+        report,
+        list(best.chat),
+        tuned=got.best.variant.describe(),
+    )
 
 
 class _Overlap:
@@ -333,7 +438,7 @@ class _Overlap:
         self.generating.set()
         self.reference.result()  # a broken reference is the caller's error
         if self.user_cancel.cancelled:
-            for code, fut in self.early.values():  # what already started is kept
+            for _code, fut in self.early.values():  # what already started is kept
                 fut.cancel()
         futures = {}
         for b in batch:

@@ -309,7 +309,7 @@ class Store:
             self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
             try:
                 self.db.execute("PRAGMA user_version").fetchone()
-            except sqlite3.OperationalError as e:
+            except sqlite3.OperationalError:
                 if not _disk_full(self.path):
                     raise
                 # SQLite cannot make its shared-memory file: read what is there.

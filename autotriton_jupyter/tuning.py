@@ -63,6 +63,7 @@ class Tried:
     verdict: str
     ms: float | None
     reason: str = ""
+    report: Any = None  # the verifier's Report
 
 
 @dataclass
@@ -350,7 +351,10 @@ def tune(
         ]
         tell(f"tuning: verifying {len(batch)} variant(s) of {candidate.name} in full")
         reports = judge(cands)
-        got = [Tried(v, r.verdict, _ms(r) if r.verdict == "pass" else None, _reason(r)) for v, r in zip(batch, reports)]
+        got = [
+            Tried(v, r.verdict, _ms(r) if r.verdict == "pass" else None, _reason(r), r)
+            for v, r in zip(batch, reports)
+        ]
         result.tried.extend(got)
         return got
 

@@ -174,3 +174,86 @@ def test_a_kernel_accepted_from_a_repair_round_trains_on_the_chat_as_sent(
     prompt = chat_prompt_ids(tok, sent)  # what generation fed the model
     assert ids_[: len(prompt)] == prompt and labels[: len(prompt)] == [-100] * len(prompt)
     assert labels[len(prompt) :] == ids_[len(prompt) :]  # the accepted answer is learned
+
+
+def test_tune_on_the_cpu_says_it_needs_a_gpu_and_adds_nothing(verifier, task, corpus):
+    gen = ScriptedGenerator([[fenced(corpus / "add_relu" / "pass_masked.py")]])
+    events = []
+    res = tritonize(task, gen, TritonizeOptions(n=1, tune=True), verifier=verifier, on_event=events.append)
+    assert len(res.candidates) == 1 and not res.candidates[0].tuned
+    assert any(e.kind == "tuning" and "needs a GPU" in e.message for e in events)
+
+
+class _TimedVerifier:
+    """The real CPU verifier, with a made-up time per candidate (tests only: the CPU has no
+    timer), so the tuning pass can be followed through the pipeline."""
+
+    def __init__(self, real):
+        self.real = real
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def _timed(self, cand, report):
+        if report.verdict == "pass":
+            ms = 0.5 if "num_warps=2" in cand.source else 1.0
+            report.timing = {"candidate_ms": ms, "speedup_vs_compile": 1 / ms, "speedup_vs_eager": 1 / ms}
+        return report
+
+    def verify(self, task, cand, before_timing=None):
+        return self._timed(cand, self.real.verify(task, cand, before_timing))
+
+    def verify_many(self, task, cands, on_report=None):
+        return [self._timed(c, r) for c, r in zip(cands, self.real.verify_many(task, cands))]
+
+
+def test_tune_adds_the_best_verified_variant_as_a_candidate(verifier, task, corpus):
+    gen = ScriptedGenerator([[fenced(corpus / "add_relu" / "pass_masked.py")]])
+    events = []
+    opts = TritonizeOptions(n=1, tune=True, tune_variants=4)
+    res = tritonize(task, gen, opts, verifier=_TimedVerifier(verifier), on_event=events.append)
+    assert len(res.candidates) == 2
+    best = res.candidates[0]
+    assert best.tuned == "add_relu_kernel num_warps (line 26): default -> 2" and best.passed
+    assert "num_warps=2" in best.code and best.completion == res.candidates[1].completion
+    assert any("the tuning pass made this from round 1, sample 1" in n for n in best.report.notes)
+    summary = next(e for e in events if e.kind == "tuning" and "tuning" in e.data)
+    tried = summary.data["tuning"]["tried"]
+    halved = [t for t in tried if "-> 512" in t["changes"]]
+    assert halved and halved[0]["verdict"] == "fail"  # verified, wrong, never chosen
+    from autotriton_jupyter.ui.html import candidate_rows
+
+    assert "1/1 tuned" in candidate_rows(res)
+
+
+def test_a_slow_passing_candidate_goes_back_with_its_timing(verifier, task, corpus):
+    slow = fenced(corpus / "add_relu" / "pass_masked.py")
+    fast = slow.replace("BLOCK=1024)", "BLOCK=1024, num_warps=2)")  # _TimedVerifier: 0.5 ms
+    gen = ScriptedGenerator([[slow], [fast]])
+
+    class AgainstCompile(_TimedVerifier):
+        def _timed(self, cand, report):
+            report = super()._timed(cand, report)
+            if report.timing:
+                ms = report.timing["candidate_ms"]
+                report.timing.update(eager_ms=0.9, compile_ms=0.8, speedup_vs_compile=0.8 / ms)
+            return report
+
+    events = []
+    opts = TritonizeOptions(n=1, speed_rounds=3)
+    res = tritonize(task, gen, opts, verifier=AgainstCompile(verifier), on_event=events.append)
+    assert len(gen.calls) == 2  # one speed round: then it beat torch.compile
+    asked = gen.calls[1][0]
+    assert [m["role"] for m in asked] == ["user", "assistant", "user"]
+    assert "slower than torch.compile" in asked[-1]["content"]
+    assert "- your kernel: 1.0000 ms" in asked[-1]["content"] and "- torch.compile: 0.8000 ms" in asked[-1]["content"]
+    assert res.best is not None and res.best.round == 1 and "num_warps=2" in res.best.code
+    assert any(e.kind == "speeding" and "speed round 1" in e.message for e in events)
+
+
+def test_speed_rounds_on_the_cpu_are_skipped_with_a_reason(verifier, task, corpus):
+    gen = ScriptedGenerator([[fenced(corpus / "add_relu" / "pass_masked.py")]])
+    events = []
+    tritonize(task, gen, TritonizeOptions(n=1, speed_rounds=2), verifier=verifier, on_event=events.append)
+    assert len(gen.calls) == 1
+    assert any(e.kind == "speeding" and "needs a GPU" in e.message for e in events)

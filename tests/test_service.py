@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from autotriton_jupyter.verify import service
 
@@ -41,6 +42,8 @@ def env(tmp_path, monkeypatch):
 
 def test_verify_uses_a_started_service_and_gives_the_local_verdicts(env):
     assert cli(env, "verifier", "status").returncode == 1  # none yet
+    none = cli(env, "verifier", "status", "--json")
+    assert none.returncode == 1 and json.loads(none.stdout) == {"running": False}
     started = cli(env, "verifier", "start", "--device", "cpu", "--idle", "5")
     assert started.returncode == 0, started.stderr
     assert "verifier service ready: pid" in started.stdout and "on cpu, sandbox on" in started.stdout
@@ -72,6 +75,11 @@ def test_verify_uses_a_started_service_and_gives_the_local_verdicts(env):
     assert again.returncode == 0 and "already running" in again.stdout
     other = cli(env, "verifier", "start", "--no-sandbox")
     assert other.returncode == 1 and "its sandbox is on" in other.stderr and "verifier stop" in other.stderr
+    longer = cli(env, "verifier", "start", "--device", "cpu", "--idle", "9")
+    assert longer.returncode == 0 and "its idle limit stays 5 min" in longer.stdout
+    if not torch.cuda.is_available():  # a device this machine lacks: the request's error, exit 2
+        cuda = cli(env, "verify", str(TASK), str(CANDS / "pass_masked.py"), "--device", "cuda")
+        assert cuda.returncode == 2 and "CUDA" in cuda.stderr and "service failed" not in cuda.stderr
     human = cli(env, "verifier", "status")
     assert human.returncode == 0 and "on cpu, sandbox on" in human.stdout and "stops after 5 min" in human.stdout
 
@@ -149,3 +157,21 @@ def test_a_service_that_does_not_take_the_connection_is_busy_not_gone(tmp_path, 
         for c in held:
             c.close()
         listener.close()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
+def test_a_service_asked_for_a_missing_gpu_says_so_in_one_line(env):
+    got = cli(env, "verifier", "start", "--device", "cuda")
+    assert got.returncode == 2 and "CUDA" in got.stderr
+    assert "Traceback" not in got.stderr and len(got.stderr.strip().splitlines()) <= 2
+    assert service.status() is None
+
+
+def test_tune_flags_without_tune_are_refused(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for extra in (["--tuned-out", str(tmp_path / "t.py")], ["--tune-variants", "3"]):
+        got = cli(env, "verify", str(TASK), str(CANDS / "pass_masked.py"), *extra)
+        assert got.returncode == 2 and "only with --tune" in got.stderr
+    same = cli(env, "verify", str(TASK), str(CANDS / "pass_masked.py"), "--tune", "--tuned-out",
+               str(CANDS / "pass_masked.py"))
+    assert same.returncode == 2 and "one of the files being verified" in same.stderr

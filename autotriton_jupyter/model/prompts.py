@@ -29,6 +29,14 @@ REPAIR_INSTRUCTION = (
     "Fix these problems and output the complete corrected ModelNew code in one code block."
 )
 
+SPEED_INSTRUCTION = (
+    "Your previous answer was checked: it is correct, but it is slower than "
+    "torch.compile of the original code. Median time per call on this GPU:\n{table}\n"
+    "Write a faster Triton implementation for these input shapes (fuse the work into fewer "
+    "kernels, avoid extra copies and passes over memory, choose block sizes and num_warps "
+    "that fit the shapes) and output the complete ModelNew code in one code block."
+)
+
 # Seed-Coder's own chat format, used only when the model's files carry no template.
 SEED_CODER_TURN = "{bos}{role}\n{content}{eos}"
 SEED_CODER_GENERATION = "{bos}assistant\n"
@@ -53,6 +61,18 @@ def repair_chat(chat: Chat, answer: str, reasons: list[str]) -> Chat:
         *chat,
         {"role": "assistant", "content": answer},
         {"role": "user", "content": REPAIR_INSTRUCTION.format(reasons=listed)},
+    ]
+
+
+def speed_chat(chat: Chat, answer: str, timing: dict) -> Chat:
+    """The chat extended with a correct but slow answer and its timing table."""
+    rows = [("your kernel", timing.get("candidate_ms")), ("PyTorch eager", timing.get("eager_ms")),
+            ("torch.compile", timing.get("compile_ms"))]
+    table = "\n".join(f"- {name}: {ms:.4f} ms" for name, ms in rows if isinstance(ms, int | float))
+    return [
+        *chat,
+        {"role": "assistant", "content": answer},
+        {"role": "user", "content": SPEED_INSTRUCTION.format(table=table)},
     ]
 
 

@@ -71,7 +71,8 @@ def candidate_rows(result: Result) -> str:
             else ""
         )
         rows.append(
-            f"<tr><td>{i + 1}</td><td>{c.round + 1}/{c.sample + 1}</td>"
+            f"<tr><td>{i + 1}</td><td>{c.round + 1}/{c.sample + 1}"
+            f"{' tuned' if c.tuned else ''}</td>"
             f"<td class='{verdict}'>{verdict}</td><td>{_x(t.get('speedup_vs_eager'))}</td>"
             f"<td>{_x(t.get('speedup_vs_compile'))}</td><td>{c.tokens}</td><td class='why'>{why}</td></tr>"
         )

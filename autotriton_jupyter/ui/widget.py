@@ -14,7 +14,6 @@ from ..store import Store, StoreError, load_kernel
 from ..task import Task
 from .html import result_html, summary_line
 
-
 # Put above inserted kernel code: on a machine without a GPU the cell still runs (slowly),
 # in Triton's CPU interpreter, which Triton picks when the kernels are decorated.
 _RUNS_WITHOUT_GPU = """import os as _os
@@ -59,7 +58,7 @@ class ResultView:
         labels = [
             (
                 f"{i + 1}: {c.report.verdict if c.report else 'no code'} (round {c.round + 1}, "
-                f"sample {c.sample + 1})",
+                f"sample {c.sample + 1}{', tuned' if c.tuned else ''})",
                 i,
             )
             for i, c in enumerate(result.candidates)

@@ -162,7 +162,7 @@ def module_names() -> dict[str, frozenset[str]]:
             continue
         listed = set(_EXTRA.get(path, "").split())  # named here on purpose: modules only
 
-        def out(n: str) -> bool:
+        def out(n: str, mod: types.ModuleType = mod, listed: set[str] = listed, path: str = path) -> bool:
             value = vars(mod).get(n)
             if n in listed:
                 full = f"{path}.{n}"

@@ -18,7 +18,6 @@ import math
 import os
 import threading
 import time
-import types
 from collections import Counter
 from typing import Any
 

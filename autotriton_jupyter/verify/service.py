@@ -39,11 +39,17 @@ from .options import VerifyOptions
 from .report import Report
 
 IDLE_S = 1800.0  # a service with no request for this long stops
+_FAILED = "autotriton: the verifier service cannot start: "  # its last word in the log
 _LINE_LIMIT = 64 << 20  # the longest request or reply line (sources, a report)
 
 
 class ServiceError(RuntimeError):
-    """The service could not be reached, started or stopped, with what to do."""
+    """The service could not be reached, started or stopped, with what to do; `usage` when
+    what was asked cannot work here (an input error, not a failure)."""
+
+    def __init__(self, message: str, usage: bool = False) -> None:
+        super().__init__(message)
+        self.usage = usage
 
 
 def folder() -> Path:
@@ -54,13 +60,15 @@ def folder() -> Path:
     )
     fix = "set XDG_RUNTIME_DIR to a private folder of yours"
     try:
-        if not base.is_symlink():
+        if not base.is_symlink() and not (base.exists() and not base.is_dir()):
             base.mkdir(mode=0o700, parents=True, exist_ok=True)
         st = base.lstat()
     except OSError as e:
         raise ServiceError(
             f"the verifier service's folder {base} cannot be made ({e.strerror or e}); {fix}"
         ) from e
+    if base.exists() and not base.is_dir() and not base.is_symlink():
+        raise ServiceError(f"{base} is a file, not a folder; remove it, or {fix}")
     if base.is_symlink():
         raise ServiceError(
             f"{base} is a symbolic link, and the verifier service's socket must live in a "
@@ -221,6 +229,7 @@ def start(options: VerifyOptions, idle_s: float = IDLE_S, wait_s: float = 300.0,
     if running is not None:
         return {**running, "already": True}
     log = folder() / "verifier.log"
+    start_at = log.stat().st_size if log.exists() else 0
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "autotriton_jupyter.verify.service", json.dumps(_options_dict(options)), str(idle_s)],
@@ -237,8 +246,15 @@ def start(options: VerifyOptions, idle_s: float = IDLE_S, wait_s: float = 300.0,
         if got is not None and got.get("ready"):
             return got
         if proc.poll() is not None:
-            tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
-            raise ServiceError(f"the verifier service stopped while starting:\n{tail}")
+            with open(log, "rb") as f:
+                f.seek(start_at)
+                said = f.read().decode(errors="replace")
+            reason = [ln[len(_FAILED):] for ln in said.splitlines() if ln.startswith(_FAILED)]
+            if reason:
+                raise ServiceError(reason[-1], usage=proc.returncode == 2)
+            raise ServiceError(
+                f"the verifier service stopped while starting; its output ends with:\n{said[-800:]}"
+            )
         if on_event and got is not None and not told:
             on_event(f"the verifier service ({got['pid']}) is starting its workers on {got['device']}")
             told = True
@@ -334,7 +350,12 @@ class _Service:
         except (KeyError, TypeError) as e:
             _send(conn, {"error": f"a malformed request ({e})", "kind": "request"})
             return
-        if not self.verifier.shares_workers_with(options):
+        try:
+            fits = self.verifier.shares_workers_with(options)
+        except TaskError as e:  # --device cuda without a GPU: the request's error, not ours
+            _send(conn, {"error": str(e), "kind": "task"})
+            return
+        if not fits:
             why = mismatch(self.describe(), options) or "its workers were started with other options"
             _send(conn, {"error": why, "kind": "options"})
             return
@@ -389,7 +410,12 @@ class _Service:
 def main(argv: list[str]) -> int:
     options = _options_from(json.loads(argv[1]))
     idle_s = float(argv[2]) if len(argv) > 2 else IDLE_S
-    _Service(options, idle_s).serve()
+    try:
+        service = _Service(options, idle_s)
+    except TaskError as e:  # --device cuda without a GPU, say: one line for the client
+        print(f"{_FAILED}{e}", file=sys.stderr, flush=True)
+        return 2
+    service.serve()
     return 0
 
 

@@ -194,8 +194,6 @@ class Worker:
 
     def _machine(self) -> dict[str, Any]:
         """What the reference's timings depend on besides the task (their cache key)."""
-        import triton
-
         about: dict[str, Any] = {"torch": torch.__version__, "triton": triton.__version__}
         if self.device == "cuda":
             p = torch.cuda.get_device_properties(torch.cuda.current_device())
