@@ -49,6 +49,12 @@ def test_text_shows_timing_and_speedups():
     text = format_text(r.finish())
     assert text.splitlines()[0].startswith("verdict: PASS")
     assert "2.00x" in text and "1.60x" in text
+    assert "back to back" not in text  # a report from before the second figure
+    r.timing |= {"candidate_b2b_ms": 0.004, "eager_b2b_ms": 0.006, "compile_b2b_ms": 0.012,
+                 "speedup_vs_eager_b2b": 1.5, "speedup_vs_compile_b2b": 3.0}
+    text = format_text(r)
+    after = text[text.index("back to back"):]
+    assert "0.0040" in after and "1.50x" in after and "3.00x" in after
 
 
 def test_every_gaming_check_is_one_the_verifier_reports():

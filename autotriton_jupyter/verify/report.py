@@ -207,6 +207,17 @@ def format_text(r: Report) -> str:
             f"  torch.compile    {_ms(t.get('compile_ms'))}"
             + (f"   speedup {t['speedup_vs_compile']:.2f}x" if t.get("speedup_vs_compile") else "")
         )
+        if t.get("candidate_b2b_ms"):
+            lines.append("back to back (calls in a row, as inside a model; per call):")
+            for name, key, vs in (
+                ("candidate", "candidate_b2b_ms", None),
+                ("eager PyTorch", "eager_b2b_ms", "speedup_vs_eager_b2b"),
+                ("torch.compile", "compile_b2b_ms", "speedup_vs_compile_b2b"),
+            ):
+                lines.append(
+                    f"  {name:<16} {_ms(t.get(key))}"
+                    + (f"   speedup {t[vs]:.2f}x" if vs and t.get(vs) else "")
+                )
     for n in r.notes:
         lines.append(f"note: {n}")
     for e in r.errors:

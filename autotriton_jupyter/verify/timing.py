@@ -6,6 +6,14 @@ record a start event, call, record an end event, synchronise. The median of the
 event times is the figure; the wall time of each call (which includes work on any
 other stream, since synchronise waits for all of them) is kept to compare with it.
 A few calls chosen at random have their outputs kept for the judge to re-check.
+
+That is the latency of one call on an idle GPU: for a small kernel it is mostly the
+launch (Triton's Python launch path, or PyTorch's dispatcher). Inside a model, calls
+follow one another without waiting, and what a kernel costs there is its device time.
+So a second figure times calls back to back: the same refills, no flush and no
+synchronisation between calls, one pair of events around them all, and the refills
+alone timed the same way and taken off. Per call it is the device's time when the GPU
+is the bottleneck, and the host's launch cost when the host is (a launch-bound task).
 """
 
 from __future__ import annotations
@@ -55,6 +63,7 @@ def bench(
     audited: int = 0,
     between: Callable[[], None] | None = None,
     after: Callable[[Any, Any], None] | None = None,
+    back_to_back: bool = False,
 ) -> dict[str, Any]:
     """Time fn(*buffers) on CUDA; returns the median and quartiles in ms and the kept outputs.
 
@@ -62,6 +71,8 @@ def bench(
     of the figures; `between()` runs after every call, outside the timed window, and
     `after(buffers, out)` before anything else touches the call's tensors. Audited and
     other calls are made from the same line, so the call stack does not tell them apart.
+    With `back_to_back`, the result also has `b2b_ms` (per call, calls in a row; see the
+    module's docstring), and one of those calls' outputs is among the kept ones.
     """
     rng = rng or random.Random()
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
@@ -113,7 +124,12 @@ def bench(
         if len(events) > 1
         else (events[0],) * 3
     )
+    b2b: dict[str, Any] = {}
+    if back_to_back:
+        b2b = _back_to_back(fn, buffers, sets, reps, rng, audit, between, after)
+        kept.append(b2b.pop("kept"))
     return {
+        **b2b,
         "median_ms": statistics.median(events),
         "min_ms": min(events),
         "q1_ms": q1,
@@ -123,4 +139,61 @@ def bench(
         "audited": len(audit_at),
         "warmup": warm,
         "kept": kept,
+    }
+
+
+def _back_to_back(
+    fn: Callable[..., Any],
+    buffers: Sequence[Any],
+    sets: Sequence[Sequence[Any]],
+    calls: int,
+    rng: random.Random,
+    audit: Callable[[], Any] | None,
+    between: Callable[[], None] | None,
+    after: Callable[[Any, Any], None] | None,
+    rounds: int = 3,
+) -> dict[str, Any]:
+    """Per-call time of `calls` calls in a row (the median of `rounds` such runs), the
+    refills' own time taken off; the wall time per call, synchronised once at the end; and
+    one call's output, kept for the judge. A call that could tell it runs in a row (work
+    still pending on the stream) is audited and checked like the others: a few calls at
+    random run under the audit, and which output is kept is drawn at random too."""
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    keep_round, keep_at = rng.randrange(rounds), rng.randrange(calls)
+    kept: list[Any] = []
+
+    def run(r: int, with_calls: bool) -> tuple[float, float]:
+        audit_at = set(rng.sample(range(calls), min(2, calls))) if audit and with_calls else set()
+        torch.cuda.synchronize()
+        w0 = time.perf_counter()
+        start.record()
+        for k in range(calls):
+            _refill(buffers, sets[k % len(sets)])
+            if with_calls:
+                with audit() if k in audit_at and audit is not None else contextlib.nullcontext():
+                    out = fn(*buffers)
+                if after is not None:
+                    after(buffers, out)
+                if between is not None:
+                    between()
+                if r == keep_round and k == keep_at:
+                    kept.append((k % len(sets), _clone_outputs(out)))
+                del out
+        end.record()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end), (time.perf_counter() - w0) * 1e3
+
+    per_call, walls = [], []
+    for r in range(rounds):
+        refills, _ = run(r, False)
+        total, wall = run(r, True)
+        per_call.append(max(0.0, total - refills) / calls)
+        walls.append(wall / calls)
+    return {
+        "b2b_ms": statistics.median(per_call),
+        "b2b_spread_ms": max(per_call) - min(per_call),
+        "b2b_wall_ms": statistics.median(walls),
+        "b2b_calls": calls,
+        "kept": kept[0],
     }
