@@ -13,6 +13,7 @@
 #   latency   a kernel session's cells and one-shot CLI verifies, cold and cached (about 3)
 #   eval      eval twice over examples/tasks and examples/gpu_tasks (about 4)
 #   verify    the verifier's own costs, with and without the sandbox (about 2)
+#   speed     launch overhead, both timing figures and the tuning pass on 14 kernels (about 8)
 #   cpu       the CPU suite on this machine's software (about 4)
 # generate = decode,gentests,hfdecode; rest = tests,finetune,pipeline,eval,verify;
 # all = both, then cpu.
@@ -142,6 +143,13 @@ if want latency; then
     done
     timeout 60 $AT verifier stop >> "$OUT/service-start.log" 2>&1
     unset AUTOTRITON_CACHE
+fi
+
+if want speed; then
+    echo "== issue 17: launch overhead, per-call and back-to-back figures, the tuning pass"
+    timeout 560 "$PY" scripts/bench_speed.py "$OUT/bench-speed.json" --pairs "${SPEED_PAIRS:-14}" \
+        2> "$OUT/bench-speed.log" | tail -40
+    tail -3 "$OUT/bench-speed.log"
 fi
 
 if want eval; then

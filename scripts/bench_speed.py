@@ -1,0 +1,142 @@
+"""Issue 17's figures on a GPU: launch overhead, both timing figures, and the tuning pass.
+
+    python scripts/bench_speed.py OUT.json [--pairs N] [--tune-variants K]
+
+1. Launch overhead per call of a trivial kernel: an empty-ish Triton kernel against the
+   same work in eager PyTorch, one call at a time (synchronised) and back to back.
+2. For each (task, passing kernel) pair, the GPU example tasks first, then the real-world
+   corpus (tests/realworld/*/task.py + kernel.py): the verifier's per-call and
+   back-to-back figures for the kernel, eager and torch.compile; then the tuning pass
+   (every variant verified in full) and the best variant's figures.
+3. How many kernels beat eager and torch.compile on each figure, before and after tuning.
+
+Everything is written to OUT.json, and a markdown summary is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+GPU_PAIRS = [
+    ("examples/gpu_tasks/softmax.py", "examples/candidates/softmax/rowwise.py"),
+    ("examples/gpu_tasks/add_relu.py", "examples/candidates/add_relu/pass_masked.py"),
+    ("examples/gpu_tasks/row_sum.py", "examples/candidates/row_sum/pass_loop.py"),
+]
+
+
+def launch_overhead() -> dict:
+    """Per-call cost of a trivial kernel (one element), Triton against eager PyTorch."""
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def bump(x_ptr):
+        tl.store(x_ptr, tl.load(x_ptr) + 1.0)
+
+    x = torch.zeros(1, device="cuda")
+
+    def triton_call() -> None:
+        bump[(1,)](x)
+
+    def eager_call() -> None:
+        x.add_(1.0)
+
+    out = {}
+    for name, fn in (("triton", triton_call), ("eager", eager_call)):
+        for _ in range(50):
+            fn()
+        torch.cuda.synchronize()
+        n = 2000
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+            torch.cuda.synchronize()
+        one = (time.perf_counter() - t0) / n * 1e3
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        torch.cuda.synchronize()
+        row = (time.perf_counter() - t0) / n * 1e3
+        out[name] = {"one_call_synchronised_ms": one, "back_to_back_ms": row}
+    return out
+
+
+def pairs(limit: int) -> list[tuple[str, str]]:
+    found = [(t, c) for t, c in GPU_PAIRS if (ROOT / c).exists()]
+    for d in sorted((ROOT / "tests/realworld").iterdir()):
+        if (d / "task.py").exists() and (d / "kernel.py").exists():
+            found.append((str(d.relative_to(ROOT) / "task.py"), str(d.relative_to(ROOT) / "kernel.py")))
+    return found[:limit]
+
+
+def figures(report) -> dict:
+    t = report.timing or {}
+    keys = ("candidate_ms", "eager_ms", "compile_ms", "candidate_b2b_ms", "eager_b2b_ms", "compile_b2b_ms",
+            "speedup_vs_eager", "speedup_vs_compile", "speedup_vs_eager_b2b", "speedup_vs_compile_b2b")
+    return {k: t.get(k) for k in keys}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--pairs", type=int, default=14)
+    ap.add_argument("--tune-variants", type=int, default=6)
+    args = ap.parse_args()
+
+    from autotriton_jupyter import tuning
+    from autotriton_jupyter.task import Candidate, Task
+    from autotriton_jupyter.verify import Verifier, VerifyOptions
+
+    result: dict = {"launch": launch_overhead(), "kernels": []}
+    print("launch overhead per call (ms):", json.dumps(result["launch"]), flush=True)
+    with Verifier(VerifyOptions(device="cuda", trials=1, seed=7, reference_cache=False)) as v:
+        for task_path, kernel_path in pairs(args.pairs):
+            t0 = time.perf_counter()
+            task, cand = Task.from_file(ROOT / task_path), Candidate.from_file(ROOT / kernel_path)
+            row: dict = {"task": task_path, "kernel": kernel_path}
+            try:
+                report = v.verify(task, cand)
+            except Exception as e:  # a task that cannot run here: recorded, the run goes on
+                row["error"] = f"{type(e).__name__}: {e}"
+                result["kernels"].append(row)
+                continue
+            row["verdict"] = report.verdict
+            row["before"] = figures(report)
+            got = tuning.tune(cand, report, lambda cs, task=task: v.verify_many(task, cs), args.tune_variants)
+            row["tuning"] = got.to_dict()
+            best = got.best.report if got.best is not None else report
+            row["after"] = figures(best)
+            row["seconds"] = time.perf_counter() - t0
+            result["kernels"].append(row)
+            print(f"{kernel_path}: {report.verdict}, {json.dumps(row['before'])}; tuning: "
+                  f"{row['tuning']['best'] or row['tuning']['skipped'] or 'no better variant'} "
+                  f"({row['seconds']:.0f} s)", flush=True)
+            Path(args.out).write_text(json.dumps(result, indent=1))
+    timed = [k for k in result["kernels"] if k.get("verdict") == "pass" and k["before"].get("candidate_ms")]
+    lines = [f"kernels passed and timed: {len(timed)} of {len(result['kernels'])}", "",
+             "| figure | beats eager (before → after tuning) | beats torch.compile (before → after) |",
+             "|---|---|---|"]
+    for label, suffix in (("one call", ""), ("back to back", "_b2b")):
+        cells = []
+        for base in ("speedup_vs_eager", "speedup_vs_compile"):
+            key = base + suffix
+            before = sum(1 for k in timed if (k["before"].get(key) or 0) > 1)
+            after = sum(1 for k in timed if (k["after"].get(key) or 0) > 1)
+            cells.append(f"{before} → {after}")
+        lines.append(f"| {label} | {cells[0]} | {cells[1]} |")
+    result["summary"] = lines
+    Path(args.out).write_text(json.dumps(result, indent=1))
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
