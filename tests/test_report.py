@@ -67,3 +67,18 @@ def test_every_gaming_check_is_one_the_verifier_reports():
     sources = "".join(p.read_text() for p in verify.glob("*.py") if p.name != "report.py")
     assert len(GAMING_CHECKS) >= 20
     assert [c for c in sorted(GAMING_CHECKS) if f'"{c}"' not in sources] == []
+
+
+def test_the_result_view_names_both_timing_figures():
+    from autotriton_jupyter.pipeline import CandidateResult, Result
+    from autotriton_jupyter.ui.html import candidate_rows, summary_line
+
+    r = Report(device="cuda", timing={"candidate_ms": 0.05, "speedup_vs_eager": 0.5, "speedup_vs_compile": 0.8,
+                                      "speedup_vs_eager_b2b": 1.2, "speedup_vs_compile_b2b": 1.1})
+    r.add("correctness", PASS)
+    c = CandidateResult(0, 0, "p", "c", "stop", 1, 0.1, "code", None, r.finish())
+    res = Result("t", "m", [c])
+    line = summary_line(res)
+    assert "0.80x vs torch.compile (one call)" in line and "1.10x vs torch.compile back to back" in line
+    rows = candidate_rows(res)
+    assert "one call (ranks)" in rows and "back to back" in rows and "1.20x" in rows

@@ -41,10 +41,15 @@ def summary_line(result: Result) -> str:
     err = (r.correctness or {}).get("max_abs_err")
     speed = (
         f"{_x(t.get('speedup_vs_eager'))} vs eager, {_x(t.get('speedup_vs_compile'))} vs "
-        "torch.compile"
+        "torch.compile (one call)"
         if t
         else "timing not measured (no GPU)"
     )
+    if t.get("speedup_vs_compile_b2b"):
+        speed += (
+            f"; {_x(t.get('speedup_vs_eager_b2b'))} vs eager, "
+            f"{_x(t.get('speedup_vs_compile_b2b'))} vs torch.compile back to back"
+        )
     return f"PASS: {speed}; max abs error {err:.2g}" if err is not None else f"PASS: {speed}"
 
 
@@ -74,11 +79,18 @@ def candidate_rows(result: Result) -> str:
             f"<tr><td>{i + 1}</td><td>{c.round + 1}/{c.sample + 1}"
             f"{' tuned' if c.tuned else ''}</td>"
             f"<td class='{verdict}'>{verdict}</td><td>{_x(t.get('speedup_vs_eager'))}</td>"
-            f"<td>{_x(t.get('speedup_vs_compile'))}</td><td>{c.tokens}</td><td class='why'>{why}</td></tr>"
+            f"<td>{_x(t.get('speedup_vs_compile'))}</td>"
+            f"<td>{_x(t.get('speedup_vs_eager_b2b'))}</td><td>{_x(t.get('speedup_vs_compile_b2b'))}</td>"
+            f"<td>{c.tokens}</td><td class='why'>{why}</td></tr>"
         )
     return (
-        "<table><tr><th>#</th><th>round/sample</th><th>verdict</th><th>vs eager</th>"
-        "<th>vs compile</th><th>tokens</th><th>first reason</th></tr>" + "".join(rows) + "</table>"
+        "<table><tr><th rowspan='2'>#</th><th rowspan='2'>round/sample</th>"
+        "<th rowspan='2'>verdict</th><th colspan='2'>one call (ranks)</th>"
+        "<th colspan='2'>back to back</th><th rowspan='2'>tokens</th>"
+        "<th rowspan='2'>first reason</th></tr>"
+        "<tr><th>vs eager</th><th>vs compile</th><th>vs eager</th><th>vs compile</th></tr>"
+        + "".join(rows)
+        + "</table>"
     )
 
 
