@@ -491,8 +491,12 @@ def _tune(args: argparse.Namespace, cand: Any, report: Any, judge: Callable, pro
     """The tuning pass over a verified candidate; --tuned-out gets the best variant's source."""
     from .files import write_whole
     from .tuning import tune
+    from .verify.report import FAIL
 
     tuned = tune(cand, report, judge, args.tune_variants, progress)
+    if tuned.suspect:
+        report.add("tuning_integrity", FAIL, tuned.suspect)
+        report.finish(args.strict)
     if args.tuned_out and tuned.best is not None:
         out = Path(args.tuned_out)
         try:

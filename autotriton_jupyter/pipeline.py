@@ -332,6 +332,10 @@ def _tune_best(
         on_event=lambda m: emit(PipelineEvent("tuning", m)),
     )
     emit(PipelineEvent("tuning", got.summary(), data={"tuning": got.to_dict()}))
+    if got.suspect:  # the same code, caught cheating with other launch parameters
+        best.report.add("tuning_integrity", FAIL, got.suspect)
+        best.report.finish(o.verify.strict)
+        return None
     if got.best is None or got.best.report is None:
         return None
     report = got.best.report

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .task import Candidate
+from .verify.report import GAMING_CHECKS
 
 WARPS = (1, 2, 4, 8, 16)
 STAGES = (1, 2, 3, 4, 5)
@@ -39,6 +40,7 @@ class Knob:
     # new keyword goes (line, column, line, column) when `value` is None.
     at: tuple[int, int, int, int]
     insert: str = ""  # the text a missing keyword is added with ("" when patching a number)
+    key: str = ""  # what it is, whatever its value: the same before and after a patch
 
 
 @dataclass
@@ -74,11 +76,15 @@ class Tuning:
     tried: list[Tried] = field(default_factory=list)
     best: Tried | None = None
     skipped: str = ""  # why nothing was tried
+    # A variant failed a check that catches cheating: the kernel's code can cheat, and the
+    # original passed only where it did not. Tuning stops, and the caller fails the original.
+    suspect: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "original_ms": self.original_ms,
             "skipped": self.skipped or None,
+            "suspect": self.suspect or None,
             "best": None
             if self.best is None
             else {
@@ -98,6 +104,8 @@ class Tuning:
         """A few lines for a terminal or a result view."""
         if self.skipped:
             return f"tuning: {self.skipped}"
+        if self.suspect:
+            return f"tuning stopped: {self.suspect}"
         lines = [f"tuning: {len(self.tried)} variants, each verified in full"]
         for t in self.tried:
             ms = f"{t.ms:.4f} ms" if t.ms is not None else "no time"
@@ -145,8 +153,19 @@ def _int(node: ast.AST | None) -> int | None:
     return None
 
 
-def _where(node: ast.AST) -> tuple[int, int, int, int]:
-    return (node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)
+def _where(node: ast.AST, lines: list[str]) -> tuple[int, int, int, int]:
+    """A node's place in characters (ast counts columns in UTF-8 bytes)."""
+    end_line = node.end_lineno or node.lineno
+    return (
+        node.lineno,
+        _chars(lines, node.lineno, node.col_offset),
+        end_line,
+        _chars(lines, end_line, node.end_col_offset or 0),
+    )
+
+
+def _chars(lines: list[str], line: int, col: int) -> int:
+    return len(lines[line - 1].encode()[:col].decode(errors="replace"))
 
 
 def _single_assignment(scopes: list[ast.AST], name: str) -> ast.Constant | None:
@@ -184,6 +203,7 @@ def knobs(source: str) -> tuple[list[Knob], list[str]]:
     except SyntaxError:
         return [], ["the source does not parse"]
     jit, tuned = _kernels(tree)
+    lines = source.splitlines(keepends=True)
     parents: dict[ast.AST, ast.AST] = {}
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
@@ -211,10 +231,14 @@ def knobs(source: str) -> tuple[list[Knob], list[str]]:
         for name, choices in (("num_warps", WARPS), ("num_stages", STAGES)):
             kw = given.get(name)
             if kw is None:
-                end = (call.end_lineno or call.lineno, (call.end_col_offset or 1) - 1)  # before ")"
-                found.append(Knob(where.format(name), name, None, choices, (*end, *end), f"{name}="))
+                last = call.end_lineno or call.lineno
+                end = (last, _chars(lines, last, call.end_col_offset or 1) - 1)  # before ")"
+                key = f"{kernel}:{name}:{call.lineno}:{call.col_offset}"
+                found.append(Knob(where.format(name), name, None, choices, (*end, *end), f"{name}=", key))
             elif _int(kw.value) is not None:
-                found.append(Knob(where.format(name), name, _int(kw.value), choices, _where(kw.value)))
+                key = f"{kernel}:{name}:{call.lineno}:{call.col_offset}"
+                spot = _where(kw.value, lines)
+                found.append(Knob(where.format(name), name, _int(kw.value), choices, spot, "", key))
         for arg, kw in given.items():
             if "BLOCK" not in arg.upper():
                 continue
@@ -224,14 +248,14 @@ def knobs(source: str) -> tuple[list[Knob], list[str]]:
             value = _int(literal)
             if literal is None or value is None:
                 continue  # computed at run time: it already follows the data
-            spot = _where(literal)
+            spot = _where(literal, lines)
             if spot[:2] in seen_literals:
                 continue  # one number that several launches use is one knob
             seen_literals.add(spot[:2])
             choices = _block_choices(value)
             if choices:
                 label = where.format(arg) if literal is kw.value else f"{arg} = {value} (line {spot[0]})"
-                found.append(Knob(label, arg, value, choices, spot))
+                found.append(Knob(label, arg, value, choices, spot, "", f"{arg}:{spot[0]}:{spot[1]}"))
     return found, list(dict.fromkeys(notes))
 
 
@@ -267,7 +291,14 @@ def _apply(source: str, edits: list[tuple[Knob, int]]) -> str | None:
     out = source
     for knob, value in sorted(edits, key=lambda e: e[0].at[:2], reverse=True):
         out = _patch(out, knob, value, seps.get(knob, ""))
-    return out if _parses(out) else None
+    if not _parses(out):
+        return None
+    # Each change landed where it was meant to: the same knob now reads its new value, and
+    # nothing else moved (as many knobs as before, the others unchanged).
+    want = {k.key: k.value for k in knobs(source)[0]}
+    want.update({knob.key: value for knob, value in edits})
+    after = {k.key: k.value for k in knobs(out)[0]}
+    return out if after == want else None
 
 
 def variants(source: str, limit: int = DEFAULT_VARIANTS) -> list[Variant]:
@@ -322,6 +353,24 @@ def _reason(report: Any) -> str:
     return failed[0].message[:160] if failed else ""
 
 
+# Checks that catch cheating, which no change of launch parameters makes an honest kernel
+# fail (an out-of-bounds read that a smaller block exposes fails `repeatability`: a bug).
+_CHEATING = GAMING_CHECKS - {"repeatability"}
+
+
+def _suspect(result: Tuning) -> bool:
+    for t in result.tried:
+        for c in (t.report.failed() if t.report is not None and hasattr(t.report, "failed") else []):
+            if c.name in _CHEATING:
+                result.suspect = (
+                    f"the variant [{t.variant.describe()}] failed '{c.name}': {c.message[:200]} "
+                    "The same code with other launch parameters was caught cheating, so the "
+                    "original's pass cannot be trusted."
+                )
+                return True
+    return False
+
+
 def tune(
     candidate: Candidate,
     original: Any,
@@ -359,12 +408,16 @@ def tune(
         return got
 
     singles = run(todo)
+    if _suspect(result):
+        return result
     improving = sorted(
         (t for t in singles if t.ms is not None and t.ms < base * FASTER), key=lambda t: t.ms or 0.0
     )
     both = combine(candidate.source, [t.variant for t in improving])
     if both is not None:
         run([both])
+        if _suspect(result):
+            return result
     winners = [t for t in result.tried if t.ms is not None and t.ms < base * FASTER]
     result.best = min(winners, key=lambda t: t.ms or 0.0) if winners else None
     return result

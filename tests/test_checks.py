@@ -108,3 +108,13 @@ def test_a_device_that_runs_out_of_memory_leaves_the_comparison_to_the_cpu(monke
     assert seen == ["cuda"]  # it tried the device first
     assert not c.ok and "first at index [10]" in c.message
     assert checks.compare(o, r, 1e-3, 0, device="cpu") == c  # the CPU itself is no detour
+
+
+def test_outputs_of_another_shape_or_dtype_never_go_to_the_device(monkeypatch):
+    monkeypatch.setattr(checks, "_on", lambda x, device: pytest.fail("copied to the device"))
+    r = torch.randn(10)
+    assert "has shape (9,)" in checks.compare(torch.randn(9), r, 1e-3, 0, device="cuda").message
+    assert "has dtype" in checks.compare(r.double(), r, 1e-3, 0, device="cuda").message
+    assert "returned 2 outputs" in checks.compare((r, r), (r,), 1e-3, 0, device="cuda").message
+    monkeypatch.setattr(checks, "_DEVICE_BYTES", 16)  # too large for the device: the CPU
+    assert checks.compare(r, r, 1e-3, 0, device="cuda").ok

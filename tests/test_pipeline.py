@@ -257,3 +257,21 @@ def test_speed_rounds_on_the_cpu_are_skipped_with_a_reason(verifier, task, corpu
     tritonize(task, gen, TritonizeOptions(n=1, speed_rounds=2), verifier=verifier, on_event=events.append)
     assert len(gen.calls) == 1
     assert any(e.kind == "speeding" and "needs a GPU" in e.message for e in events)
+
+
+def test_a_variant_caught_cheating_fails_the_original(verifier, task, corpus):
+    from autotriton_jupyter.verify.report import FAIL
+
+    class CaughtOnce(_TimedVerifier):
+        def _timed(self, cand, report):
+            report = super()._timed(cand, report)
+            if "num_warps=1" in cand.source:
+                report.add("timed_outputs", FAIL, "An output produced while timing was wrong")
+                report.finish()
+            return report
+
+    gen = ScriptedGenerator([[fenced(corpus / "add_relu" / "pass_masked.py")]])
+    res = tritonize(task, gen, TritonizeOptions(n=1, tune=True, tune_variants=2), verifier=CaughtOnce(verifier))
+    assert len(res.candidates) == 1 and res.best is None
+    failed = {c.name: c.message for c in res.candidates[0].report.failed()}
+    assert "timed_outputs" in failed["tuning_integrity"]

@@ -106,8 +106,8 @@ def test_a_small_limit_still_tries_each_knob_once():
     assert "num_warps=1" in vs[0].source or "num_warps=1)" in vs[0].source
 
 
-def _report(verdict: str, ms: float | None, why: str = "") -> SimpleNamespace:
-    failed = [SimpleNamespace(message=why)] if why else []
+def _report(verdict: str, ms: float | None, why: str = "", check: str = "correctness") -> SimpleNamespace:
+    failed = [SimpleNamespace(name=check, message=why)] if why else []
     return SimpleNamespace(
         verdict=verdict, timing={"candidate_ms": ms} if ms else None, failed=lambda: failed
     )
@@ -187,3 +187,28 @@ def test_verify_tune_on_the_cpu_says_it_needs_timing_and_writes_nothing(tmp_path
     report = json.loads(got.stdout)
     assert report["verdict"] == "pass" and "needs timing on a GPU" in report["tuning"]["skipped"]
     assert not out.exists() and "was not written" in got.stderr
+
+
+def test_a_variant_caught_cheating_stops_tuning_and_says_so():
+    cand = Candidate(ROWWISE, "rowwise")
+
+    def judge(cands):
+        return [_report("fail", None, "An output produced while timing was wrong", "timed_outputs")
+                if i == 1 else _report("pass", 0.5) for i, _ in enumerate(cands)]
+
+    got = tuning.tune(cand, _report("pass", 1.0), judge)
+    assert got.best is None and "timed_outputs" in got.suspect and "cannot be trusted" in got.summary()
+
+
+def test_text_before_a_launch_in_another_alphabet_does_not_move_the_edits():
+    source = NAMED.replace(
+        "        k[grid](x, out, n, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)",
+        '        é = "ünïcödé"; k[grid](x, out, n, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)',
+    )
+    for v in tuning.variants(source, limit=40):
+        (label, (was, now)), = v.changes.items()
+        after = {k.key: k.value for k in tuning.knobs(v.source)[0]}
+        before = {k.key: k.value for k in tuning.knobs(source)[0]}
+        changed = {key for key in before if before[key] != after.get(key)}
+        assert len(changed) == 1 and len(after) == len(before), label
+        assert 'é = "ünïcödé"; k[grid](' in v.source

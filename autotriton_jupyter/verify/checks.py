@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +28,26 @@ _CHUNK = 1 << 20  # elements compared at a time in float64 on the CPU: temporari
 _DEVICE_CHUNK = 1 << 24  # on a GPU: few synchronisations, 128 MB temporaries
 
 
+_DEVICE_BYTES = 4 << 30  # larger outputs are compared on the CPU: the judge's GPU memory stays small
+_DEVICE_SLOT = threading.Semaphore(1)  # one comparison on the GPU at a time in this process
+
+
+def _fits_device(out: Any, ref: Any) -> bool:
+    """Same structure, dtypes and shapes (else the CPU says what differs, without copying
+    anything to the GPU), and small enough to copy there."""
+    outs, refs = _leaves(out), _leaves(ref)
+    if isinstance(out, tuple | list) != isinstance(ref, tuple | list) or len(outs) != len(refs):
+        return False
+    total = 0
+    for o, r in zip(outs, refs):
+        if not isinstance(o, torch.Tensor) or not isinstance(r, torch.Tensor):
+            return False
+        if o.dtype != r.dtype or o.shape != r.shape:
+            return False
+        total += o.numel() * o.element_size() + r.numel() * r.element_size()
+    return total <= _DEVICE_BYTES
+
+
 def _on(x: Any, device: str) -> Any:
     if isinstance(x, tuple | list):
         return type(x)(_on(v, device) for v in x)
@@ -46,11 +68,15 @@ def compare(
     arithmetic, element by element, so the same verdicts, in a fraction of the time. A
     device that runs out of memory (or fails) leaves the comparison to the CPU.
     """
-    if device is not None and device != "cpu":
-        try:
-            return _compare(_on(out, device), _on(ref, device), atol, rtol, quick)
-        except RuntimeError:  # out of memory, or no usable device here: the same work on the CPU
-            torch.cuda.empty_cache()
+    if device is not None and device != "cpu" and _fits_device(out, ref):
+        with _DEVICE_SLOT:
+            try:
+                return _compare(_on(out, device), _on(ref, device), atol, rtol, quick)
+            except RuntimeError:  # out of memory, or no usable device here: the CPU does it
+                pass
+            finally:  # the comparison's blocks go back: the judge keeps no GPU memory
+                with contextlib.suppress(RuntimeError):
+                    torch.cuda.empty_cache()
     return _compare(out, ref, atol, rtol, quick)
 
 
