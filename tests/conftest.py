@@ -40,3 +40,9 @@ def pytest_configure(config) -> None:
     """The tests' caches (reference timings, side folders of test libraries) in a folder
     of their own, not the user's ~/.cache/autotriton."""
     os.environ.setdefault("AUTOTRITON_CACHE", tempfile.mkdtemp(prefix="autotriton-test-cache-"))
+    # A verifier service the user keeps running (`autotriton verifier start`) is not the
+    # code under test: the tests' `autotriton verify` calls look for one in a folder of
+    # their own, where only the service tests start one.
+    runtime = tempfile.mkdtemp(prefix="autotriton-test-run-")
+    os.chmod(runtime, 0o700)
+    os.environ["XDG_RUNTIME_DIR"] = runtime

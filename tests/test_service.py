@@ -40,7 +40,7 @@ def env(tmp_path, monkeypatch):
     service.stop()
 
 
-def test_verify_uses_a_started_service_and_gives_the_local_verdicts(env):
+def test_verify_uses_a_started_service_and_gives_the_local_verdicts(env, monkeypatch):
     assert cli(env, "verifier", "status").returncode == 1  # none yet
     none = cli(env, "verifier", "status", "--json")
     assert none.returncode == 1 and json.loads(none.stdout) == {"running": False}
@@ -80,6 +80,18 @@ def test_verify_uses_a_started_service_and_gives_the_local_verdicts(env):
     if not torch.cuda.is_available():  # a device this machine lacks: the request's error, exit 2
         cuda = cli(env, "verify", str(TASK), str(CANDS / "pass_masked.py"), "--device", "cuda")
         assert cuda.returncode == 2 and "CUDA" in cuda.stderr and "service failed" not in cuda.stderr
+    # A client of other code (an upgrade since the service started) verifies itself.
+    from autotriton_jupyter.task import Candidate, Task
+    from autotriton_jupyter.verify.options import VerifyOptions
+
+    said = []
+    with monkeypatch.context() as m:
+        m.setattr(service, "code_id", lambda: "another-version")
+        got = service.verify_remote(Task.from_file(TASK), Candidate.from_file(CANDS / "pass_masked.py"),
+                                    VerifyOptions(device="cpu"), said.append)
+        assert got is None and "other autotriton code" in said[-1]
+        assert "other autotriton code" in service.mismatch(service.status(), VerifyOptions())
+    assert service.mismatch(service.status(), VerifyOptions(device="cpu")) is None
     human = cli(env, "verifier", "status")
     assert human.returncode == 0 and "on cpu, sandbox on" in human.stdout and "stops after 5 min" in human.stdout
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import hashlib
 import json
 import os
 import socket
@@ -80,6 +82,18 @@ def folder() -> Path:
             f"{oct(st.st_mode & 0o777)}; it must be yours, mode 0700); remove it, or {fix}"
         )
     return base
+
+
+@functools.cache
+def code_id() -> str:
+    """What judges: a digest of the verifier's and the task's source files. A service
+    started from other code (an upgrade since, another checkout) does not judge for this
+    client, whose verdicts would otherwise come from code it does not run."""
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for f in sorted([*here.glob("*.py"), here.parent / "task.py"]):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def socket_path() -> Path:
@@ -159,6 +173,8 @@ def _connect(timeout: float = 30.0) -> socket.socket | None:
 def mismatch(running: dict[str, Any], options: VerifyOptions) -> str | None:
     """What of `options` a running service (its status) was not started with, or None."""
     why = []
+    if running.get("code") != code_id():
+        why.append("it runs other autotriton code (an upgrade since, or another checkout)")
     if options.device not in ("auto", running.get("device")):
         why.append(f"it runs on {running.get('device')}, not --device {options.device}")
     if options.sandbox != running.get("sandbox"):
@@ -202,6 +218,7 @@ def verify_remote(
                 "task": dataclasses.asdict(task),
                 "candidate": dataclasses.asdict(candidate),
                 "options": _options_dict(options),
+                "code": code_id(),
             },
         )
         for msg in _lines(conn):
@@ -309,6 +326,7 @@ class _Service:
             "device": self.verifier.device,
             "sandbox": self.options.sandbox,
             "memory_limit_gb": self.options.memory_limit_gb,
+            "code": code_id(),
             "started": self.started,
             "idle_s": self.idle_s,
             "active": self.active,
@@ -349,6 +367,17 @@ class _Service:
             options = _options_from(msg["options"])
         except (KeyError, TypeError) as e:
             _send(conn, {"error": f"a malformed request ({e})", "kind": "request"})
+            return
+        if msg.get("code") != code_id():
+            _send(
+                conn,
+                {
+                    "error": f"it runs other autotriton code (pid {os.getpid()}, started from "
+                    f"{Path(__file__).resolve().parent.parent}); `autotriton verifier stop`, then "
+                    "start it again from this installation",
+                    "kind": "options",
+                },
+            )
             return
         try:
             fits = self.verifier.shares_workers_with(options)
