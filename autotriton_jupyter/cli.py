@@ -381,7 +381,7 @@ def _check_verify(args: argparse.Namespace) -> None:
     from .task import TaskError
 
     if not args.tune and (args.tuned_out or args.tune_variants != 12):
-        raise TaskError("--tuned-out and --tune-variants apply only with --tune; add --tune.")
+        args.tune = True  # asking where the tuned kernel goes, or how many variants, is asking to tune
     if args.tuned_out and Path(args.tuned_out).resolve() in {
         Path(args.candidate).resolve(), Path(args.reference).resolve()
     }:

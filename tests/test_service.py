@@ -179,11 +179,11 @@ def test_a_service_asked_for_a_missing_gpu_says_so_in_one_line(env):
     assert service.status() is None
 
 
-def test_tune_flags_without_tune_are_refused(tmp_path):
+def test_tune_flags_imply_tune_and_the_verified_files_are_not_overwritten(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for extra in (["--tuned-out", str(tmp_path / "t.py")], ["--tune-variants", "3"]):
-        got = cli(env, "verify", str(TASK), str(CANDS / "pass_masked.py"), *extra)
-        assert got.returncode == 2 and "only with --tune" in got.stderr
+    got = cli(env, "verify", str(TASK), str(CANDS / "pass_masked.py"), "--tune-variants", "3",
+              "--json", "--local", "--device", "cpu")
+    assert got.returncode == 0 and "needs timing on a GPU" in json.loads(got.stdout)["tuning"]["skipped"]
     same = cli(env, "verify", str(TASK), str(CANDS / "pass_masked.py"), "--tune", "--tuned-out",
                str(CANDS / "pass_masked.py"))
     assert same.returncode == 2 and "one of the files being verified" in same.stderr

@@ -1,12 +1,14 @@
 """transformers: HF weights in bf16 on the GPU (fp32 on the CPU), N samples in one batch.
 
-Two ways to decode, same results format:
-- `generate` (any device): transformers' own generate, one batch of n copies of the
-  prompt, a streamer for progress and a stopping criterion for cancel;
-- the fast loop (CUDA): a static KV cache, and one decode step (model + sampling)
-  compiled with CUDA graphs, so a token costs one graph replay. For Llama-architecture
-  models (AutoTriton) the step is `fast_decode.LlamaDecoder` (fused projections,
-  attention over the filled cache only); other models use transformers' StaticCache.
+One decode loop of our own (`_token_steps`), not transformers' `generate`: a batch of
+n copies of the prompt, one token per step for every row, sampled by
+`sampling.sample_next`, each row's end reported as it comes (so it is verified while the
+others still generate) and cancel checked between steps. The step itself is one of:
+- `fast_decode.LlamaDecoder` (CUDA, Llama-architecture models such as AutoTriton): fused
+  projections, attention over the filled cache only, the step compiled with CUDA graphs
+  so a token costs one graph replay;
+- transformers' StaticCache (CUDA, other models);
+- the model's own dynamic cache (any device; the CPU in tests).
 """
 
 from __future__ import annotations
