@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import _thread
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -37,6 +39,9 @@ def task_cell(corpus):
     return (corpus / "add_relu" / "task.py").read_text()
 
 
+interrupts: list[str] = []  # see Scripted: when the real SIGINT did not arrive
+
+
 class Scripted:
     """Stands in for a model in tests: always answers with the same candidates."""
 
@@ -56,8 +61,21 @@ class Scripted:
             out.append(Completion(a, 10, "stop", 0.1, sample=i))
             if self.interrupt_after and len(out) == self.interrupt_after:
                 # Kernel -> Interrupt, at a known point of the run (not on a timer, which a
-                # busy machine makes land before generation or after it).
+                # busy machine makes land before generation or after it): a SIGINT, and if
+                # the main thread has not seen it within a second, the same signal handed to
+                # Python directly. In the full CI suite (not in any subset tried) the
+                # process's SIGINT twice never became a KeyboardInterrupt; what the
+                # fallback saw is kept in `interrupts` for the assertion's message.
                 os.kill(os.getpid(), signal.SIGINT)
+                t1 = time.monotonic()
+                while not (cancel and cancel.cancelled) and time.monotonic() - t1 < 1.0:
+                    time.sleep(0.02)
+                if not (cancel and cancel.cancelled):
+                    interrupts.append(
+                        f"the SIGINT was not seen (handler {signal.getsignal(signal.SIGINT)!r}, "
+                        f"{threading.active_count()} threads); interrupt_main used"
+                    )
+                    _thread.interrupt_main(signal.SIGINT)
         return out
 
 
@@ -161,7 +179,7 @@ def test_interrupt_cancels_and_keeps_what_finished(ip, library, task_cell, corpu
              interrupt_after=1)
     run(ip, CELL_HEAD + "-n 3", task_cell)
     view = ip.magics_manager.registry["AutotritonMagics"].last_view
-    assert view.result.cancelled and 1 <= len(view.result.candidates) < 3
+    assert view.result.cancelled and 1 <= len(view.result.candidates) < 3, interrupts
 
 
 def test_line_magic(ip, library, capsys):
