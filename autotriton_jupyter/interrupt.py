@@ -8,6 +8,8 @@ join() was interrupted (a CPython flaw).
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import threading
 from collections.abc import Callable
 from typing import TypeVar
@@ -33,17 +35,36 @@ def run_interruptibly(
         finally:
             done.set()
 
+    # While the work runs, SIGINT only raises a flag: no KeyboardInterrupt that code on
+    # this thread (a finaliser, a library) could swallow. The handler before is restored.
+    # (A plain list, not an Event: a handler must not take a lock its thread may hold.)
+    asked = [False]
+    installed, previous = False, None
+    if threading.current_thread() is threading.main_thread():
+        try:
+            previous = signal.signal(signal.SIGINT, lambda _s, _f: asked.__setitem__(0, True))
+            installed = True
+        except (ValueError, OSError):  # not the main interpreter: KeyboardInterrupt as before
+            pass
     threading.Thread(target=target, name="autotriton-work", daemon=True).start()
     interrupted = False
-    while True:
-        try:
-            if done.wait(0.1):
-                break
-        except KeyboardInterrupt:
-            interrupted = True
-            cancel.set()
-            if on_interrupt:
-                on_interrupt()
+    try:
+        while True:
+            try:
+                if done.wait(0.1):
+                    break
+            except KeyboardInterrupt:
+                asked[0] = True
+            if asked[0]:
+                asked[0] = False
+                interrupted = True
+                cancel.set()
+                if on_interrupt:
+                    on_interrupt()
+    finally:
+        if installed:  # a handler set outside Python reads as None: Python's default then
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["result"], interrupted  # type: ignore[return-value]
