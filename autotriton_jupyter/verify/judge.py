@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..task import Candidate, Task, TaskError, arity, parse_source, signature
-from . import refcache, static, wire
+from . import refcache, static, vary, wire
 from .checks import Comparison, compare, null_control
 from .options import VerifyOptions
 from .report import CONDITIONAL, FAIL, INCONCLUSIVE, PASS, Report
@@ -71,6 +71,7 @@ class Reference:
     # The sets at the task's own shapes: timing refills one buffer with each in turn.
     own_shape: list[int] = field(default_factory=list)
     timed: list[int] = field(default_factory=list)
+    timed_varied: bool | None = None  # whether timing can vary the timed sets (vary.py)
     lock: threading.Lock = field(default_factory=threading.Lock)
     # Input sets encoded once into sealed memory files, by (first, end) set index: every
     # candidate's worker is handed the same files, which none of them can change.
@@ -214,8 +215,7 @@ def _number(x: Any) -> float | None:
 
 def _seconds(x: Any) -> float:
     """A duration a worker reported (it may lie; figures only): 0 unless a finite number >= 0."""
-    ok = isinstance(x, int | float) and not isinstance(x, bool) and 0 <= x < float("inf")
-    return float(x) if ok else 0.0
+    return _number(x) or 0.0
 
 
 def _nbytes(tree: Any) -> int:
@@ -528,7 +528,7 @@ class Verifier:
                     machine=ref.machine,
                     device=self.device,
                     budget=o.timing_budget_s,
-                    version=2,  # 2: with the back-to-back figures
+                    version=3,  # 2: with the back-to-back figures; 3: inputs varied per call
                 )
                 cache = refcache.ReferenceTimings() if o.reference_cache else None
                 ref.timing = cache.get(k) if cache else None
@@ -788,6 +788,7 @@ class Verifier:
         took("reference_timing")
         keep = max(1, min(3, PART_BYTES // max(1, out_bytes) - 2))  # outputs kept while timed
         self.on_event(f"{r.candidate}: timing (the GPU is held exclusively)")
+        vary_seed = secrets.randbits(62)  # the timed calls' inputs: unknown to the candidate
         with self.pool.lock.exclusive():
             took("timing_wait")
             timed = w.call(
@@ -801,11 +802,54 @@ class Verifier:
                 seed=secrets.randbits(63),
                 budget_s=o.timing_budget_s,
                 keep=keep,
+                vary_seed=vary_seed,
             )
         took("timing")
+        wants = self._varied_reference(ref, timed["kept"], vary_seed, out_bytes)
+        took("timing_reference")
         with self.pool.lock.shared():
-            self._timing(ref, rt, timed, r)
+            self._timing(ref, rt, timed, wants, r)
         took("timing_compare")
+
+    def _timed_inputs_varied(self, ref: Reference) -> bool:
+        """Whether any timed set has a tensor that timing varies between calls."""
+        if ref.timed_varied is None:
+            ref.timed_varied = any(vary.varied_positions(ref.sets[i]["inputs"]) for i in ref.timed)
+        return ref.timed_varied
+
+    def _varied_reference(
+        self, ref: Reference, kept: list[dict], seed: int, out_bytes: int
+    ) -> list[Any] | str:
+        """The reference's outputs on the inputs the kept timed calls saw (vary.py), made
+        again in its own worker from the seed; or why it could not give them."""
+        calls = []
+        for k in kept:
+            position, call = k["position"], k["call"]
+            if not (
+                type(position) is int
+                and type(call) is int
+                and 0 <= position < len(ref.timed)
+                and call >= 0
+                and ref.timed[position] == k["set"]
+            ):
+                raise ValueError("a kept timed call is numbered wrongly")
+            calls.append([position, call])
+        try:
+            with ref.lock, self.pool.lock.shared():
+                got = ref.worker.call(
+                    "varied_outputs",
+                    self.options.timeout,
+                    "The reference, on the timed calls' inputs",
+                    max_reply=_REPLY_SLACK + 2 * out_bytes * len(calls),
+                    sets=[ref.sets[i]["worker_index"] for i in ref.timed],
+                    seed=seed,
+                    calls=calls,
+                )
+        except WorkerFailure as f:
+            return f.message
+        if len(got["outputs"]) != len(calls):
+            return "the reference's worker returned too few outputs"
+        return got["outputs"]
 
     def _run_plan(self, ref: Reference, w: Worker, plan: list[dict], r: Report) -> dict[str, Any]:
         """Run the plan in the candidate's worker, in parts when inputs and outputs are large.
@@ -1127,23 +1171,49 @@ class Verifier:
                     "the kernel may compute in a lower precision (tf32/fp16)"
                 )
 
-    def _timing(self, ref: Reference, rt: dict[str, Any], timed: dict[str, Any], r: Report) -> None:
+    def _timing(
+        self,
+        ref: Reference,
+        rt: dict[str, Any],
+        timed: dict[str, Any],
+        wants: list[Any] | str,
+        r: Report,
+    ) -> None:
         t = timed["timing"]
         self._tampering(timed["tampered"], r)
-        for k in timed["kept"]:
-            want = ref.sets[k["set"]]["outputs"]
+        if isinstance(wants, str):
+            # The reference could not run on the varied inputs: no fault of the candidate,
+            # but its figures cannot be trusted either (its timed outputs went unchecked).
+            r.add(
+                "timed_outputs",
+                INCONCLUSIVE,
+                "The outputs kept while timing could not be checked: the reference failed on "
+                f"the timed calls' inputs (the task's own, each float scaled by factors in "
+                f"[{vary.LOW}, {vary.HIGH})): {wants}",
+            )
+            r.notes.append("no speed figures: the timed calls' outputs could not be checked")
+            return
+        for k, want in zip(timed["kept"], wants):
             c = self._compare(k["outputs"], want, quick=True)
             if not c.ok:
                 c = self._compare(k["outputs"], want)  # for its message
                 r.add(
                     "timed_outputs",
                     FAIL,
-                    f"An output produced while timing was wrong: {c.message}; "
-                    "the candidate behaves differently when timed.",
+                    f"An output produced while timing was wrong: {c.message} (the timed calls' "
+                    f"inputs are the task's own, each float scaled by factors in [{vary.LOW}, "
+                    f"{vary.HIGH}) drawn anew for every call); the candidate behaves "
+                    "differently when timed, or returns outputs it kept from earlier calls.",
                 )
                 break
         else:
             r.add("timed_outputs", PASS)
+        if not self._timed_inputs_varied(ref):
+            r.notes.append(
+                "the timed calls all saw the same few input sets (the task's inputs have no "
+                "float tensor with fractional values to vary), so a kernel that keeps its "
+                "outputs by input value would time as fast as a copy"
+            )
         during = "while timed"
         if t.get("calls_without_launch"):
             r.add(

@@ -1,7 +1,8 @@
 """GPU timing of one callable, run inside a worker while the judge holds the GPU alone.
 
 Each timed call: refill the input buffers in place with the next input set's values
-(a cache keyed by pointer or shape then returns stale data and is caught), flush L2,
+(a cache keyed by pointer or shape then returns stale data and is caught), vary them
+(vary.py: no call sees values another call saw, so a cache keyed by value never hits), flush L2,
 record a start event, call, record an end event, synchronise. The median of the
 event times is the figure; the wall time of each call (which includes work on any
 other stream, since synchronise waits for all of them) is kept to compare with it.
@@ -19,13 +20,16 @@ is the bottleneck, and the host's launch cost when the host is (a launch-bound t
 from __future__ import annotations
 
 import contextlib
+import itertools
 import random
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
+
+from .vary import Variation
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 
@@ -35,10 +39,21 @@ L2_FLUSH_BYTES = 256 * 1024 * 1024
 _copy, _detach, _clone = torch.Tensor.copy_, torch.Tensor.detach, torch.Tensor.clone
 
 
-def _refill(buffers: Sequence[Any], values: Sequence[Any]) -> None:
-    for b, v in zip(buffers, values):
+def _refill(
+    buffers: Sequence[Any],
+    sets: Sequence[Sequence[Any]],
+    k: int,
+    vary: Variation | None,
+    numbers: Iterator[int],
+) -> int:
+    """Refill the buffers with set k (modulo their number), varied for the next call number."""
+    call = next(numbers)
+    for b, v in zip(buffers, sets[k % len(sets)]):
         if isinstance(b, torch.Tensor):
             _copy(b, v)
+    if vary is not None:
+        vary.apply(buffers, k % len(sets), call)
+    return call
 
 
 def _clone_outputs(out: Any) -> Any:
@@ -64,6 +79,7 @@ def bench(
     between: Callable[[], None] | None = None,
     after: Callable[[Any, Any], None] | None = None,
     back_to_back: bool = False,
+    vary: Variation | None = None,
 ) -> dict[str, Any]:
     """Time fn(*buffers) on CUDA; returns the median and quartiles in ms and the kept outputs.
 
@@ -72,15 +88,18 @@ def bench(
     `after(buffers, out)` before anything else touches the call's tensors. Audited and
     other calls are made from the same line, so the call stack does not tell them apart.
     With `back_to_back`, the result also has `b2b_ms` (per call, calls in a row; see the
-    module's docstring), and one of those calls' outputs is among the kept ones.
+    module's docstring), and one of those calls' outputs is among the kept ones. With
+    `vary`, every refill is varied for its call's number; kept outputs are (set index,
+    call number, outputs), so the judge can make the same inputs again.
     """
     rng = rng or random.Random()
+    numbers = itertools.count()
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
 
-    def once(k: int, timed: bool, audited_call: bool = False) -> tuple[float, float, Any]:
-        _refill(buffers, sets[k % len(sets)])
+    def once(k: int, timed: bool, audited_call: bool = False) -> tuple[float, float, int, Any]:
+        call = _refill(buffers, sets, k, vary, numbers)
         flush.zero_()
         torch.cuda.synchronize()
         w0 = time.perf_counter()
@@ -94,13 +113,13 @@ def bench(
             after(buffers, out)
         if between is not None:
             between()
-        return (start.elapsed_time(end) if timed else 0.0), wall, out
+        return (start.elapsed_time(end) if timed else 0.0), wall, call, out
 
     # Warm-up: compile and settle; the count varies so a call counter cannot know when timing starts.
     warm = 3 + rng.randrange(5)
     est = []
     for k in range(warm):
-        ev, _, _ = once(k, True)
+        ev, _, _, _ = once(k, True)
         est.append(ev)
     per_call = max(statistics.median(est[1:] or est), 1e-3)
     reps = int(min(max_reps, max(min_reps, budget_s * 1e3 / per_call)))
@@ -110,12 +129,12 @@ def bench(
     walls: list[float] = []
     kept: list[tuple[int, Any]] = []
     for i in range(reps):
-        ev, wall, out = once(i, True, i in audit_at)
+        ev, wall, call, out = once(i, True, i in audit_at)
         if i not in audit_at:
             events.append(ev)
             walls.append(wall)
         if i in keep_at:
-            kept.append((i % len(sets), _clone_outputs(out)))
+            kept.append((i % len(sets), call, _clone_outputs(out)))
         del out
     # Quartiles give the spread of single calls within this process; they cannot show
     # a shift of the whole run, which is what makes launch-bound figures vary between runs.
@@ -127,7 +146,7 @@ def bench(
     b2b: dict[str, Any] = {}
     if back_to_back:  # as many calls as the budget allows, and at least two, whatever the reps
         calls = max(2, min(reps, int(budget_s * 1e3 / per_call)))
-        b2b = _back_to_back(fn, buffers, sets, calls, rng, audit, between, after)
+        b2b = _back_to_back(fn, buffers, sets, calls, rng, audit, between, after, vary, numbers)
         kept.append(b2b.pop("kept"))
     return {
         **b2b,
@@ -152,52 +171,76 @@ def _back_to_back(
     audit: Callable[[], Any] | None,
     between: Callable[[], None] | None,
     after: Callable[[Any, Any], None] | None,
+    vary: Variation | None = None,
+    numbers: Iterator[int] | None = None,
     rounds: int = 3,
 ) -> dict[str, Any]:
     """Per-call time of `calls` calls in a row (the median of `rounds` such runs), the
-    refills' own time taken off; the wall time per call, synchronised once at the end; and
+    refills' own cost taken off; the wall time per call, synchronised once at the end; and
     one call's output, kept for the judge. A call that could tell it runs in a row (work
     still pending on the stream) is audited and checked like the others: a few calls at
-    random run under the audit, and which output is kept is drawn at random too."""
+    random run under the audit, and which output is kept is drawn at random too.
+
+    The refills' cost taken off depends on what set the pace: when the GPU finished about
+    when the host had queued the last call (launch-bound), the host's time to queue the
+    refills alone; when the GPU was still busy long after (device-bound), their device
+    time, timed while the GPU sleeps so that the host's pace does not count."""
+    numbers = numbers if numbers is not None else itertools.count()
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     keep_round, keep_at = rng.randrange(rounds), rng.randrange(calls)
     kept: list[Any] = []
+    tensors = sum(isinstance(b, torch.Tensor) for b in buffers)
+    launches = max(1, tensors) + (
+        max(vary.launches(k, buffers) for k in range(len(sets))) if vary is not None else 0
+    )
 
-    def run(r: int, with_calls: bool) -> tuple[float, float]:
-        audit_at = set(rng.sample(range(calls), min(2, calls))) if audit and with_calls else set()
+    def refills_alone(sleep: bool) -> tuple[float, float]:
         torch.cuda.synchronize()
-        if not with_calls:
+        if sleep:
             # The GPU sleeps while the host queues every refill, so the events below time
             # the refills' device work, not the host's pace in queueing them.
-            tensors = sum(isinstance(b, torch.Tensor) for b in buffers)
-            torch.cuda._sleep(calls * max(1, tensors) * 40_000)  # ~20 us a copy to queue
+            torch.cuda._sleep(calls * launches * 40_000)  # ~20 us a launch to queue
         w0 = time.perf_counter()
         start.record()
         for k in range(calls):
-            _refill(buffers, sets[k % len(sets)])
-            if with_calls:
-                with audit() if k in audit_at and audit is not None else contextlib.nullcontext():
-                    out = fn(*buffers)
-                # The judge's own per-call checks stay out of the window where they can: the
-                # full scrub runs on the kept call and the last one (no tensor method of
-                # the judge's touches the others' outputs).
-                if after is not None and (k == calls - 1 or (r == keep_round and k == keep_at)):
-                    after(buffers, out)
-                if between is not None:
-                    between()
-                if r == keep_round and k == keep_at:
-                    kept.append((k % len(sets), _clone_outputs(out)))
-                del out
+            _refill(buffers, sets, k, vary, numbers)
+        host = time.perf_counter() - w0
         end.record()
         torch.cuda.synchronize()
-        return start.elapsed_time(end), (time.perf_counter() - w0) * 1e3
+        return start.elapsed_time(end), host * 1e3
+
+    def with_calls(r: int) -> tuple[float, float, float]:
+        audit_at = set(rng.sample(range(calls), min(2, calls))) if audit else set()
+        torch.cuda.synchronize()
+        w0 = time.perf_counter()
+        start.record()
+        for k in range(calls):
+            call = _refill(buffers, sets, k, vary, numbers)
+            with audit() if k in audit_at and audit is not None else contextlib.nullcontext():
+                out = fn(*buffers)
+            # The judge's own per-call checks stay out of the window where they can: the
+            # full scrub runs on the kept call and the last one (no tensor method of
+            # the judge's touches the others' outputs).
+            if after is not None and (k == calls - 1 or (r == keep_round and k == keep_at)):
+                after(buffers, out)
+            if between is not None:
+                between()
+            if r == keep_round and k == keep_at:
+                kept.append((k % len(sets), call, _clone_outputs(out)))
+            del out
+        end.record()
+        queued = (time.perf_counter() - w0) * 1e3
+        torch.cuda.synchronize()
+        return start.elapsed_time(end), queued, (time.perf_counter() - w0) * 1e3
 
     per_call, walls = [], []
     for r in range(rounds):
-        refills, _ = run(r, False)
-        total, wall = run(r, True)
-        per_call.append(max(0.0, total - refills) / calls)
+        device, _ = refills_alone(sleep=True)
+        _, host = refills_alone(sleep=False)
+        total, queued, wall = with_calls(r)
+        launch_bound = total <= 1.05 * queued
+        per_call.append(max(0.0, total - (host if launch_bound else device)) / calls)
         walls.append(wall / calls)
     return {
         "b2b_ms": statistics.median(per_call),

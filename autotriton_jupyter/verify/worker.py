@@ -22,7 +22,7 @@ from typing import Any
 import torch
 import triton  # noqa: F401  (imported here so the fork server preloads it)
 
-from . import probes, timing, wire
+from . import probes, timing, vary, wire
 from .shapes import ShapeError, reshape_inputs
 
 CANDIDATE_MODULE = "autotriton_candidate"
@@ -365,10 +365,13 @@ class Worker:
         sets = [self.sets[i] for i in idx]
         buffers = [x.clone() if isinstance(x, torch.Tensor) else x for x in sets[0]]
         rng = random.Random(msg["seed"])
+        # Varied like a candidate's inputs (the same work between calls), from any seed.
+        variation = vary.Variation(rng.randrange(1 << 62), sets)
         result: dict[str, Any] = {}
         with torch.no_grad():
             eager = timing.bench(
-                self.model, buffers, sets, budget_s=msg["budget_s"], rng=rng, back_to_back=True
+                self.model, buffers, sets, budget_s=msg["budget_s"], rng=rng, back_to_back=True,
+                vary=variation,
             )
             result["eager_ms"] = eager["median_ms"]
             result["eager_b2b_ms"] = eager["b2b_ms"]
@@ -376,7 +379,8 @@ class Worker:
             try:
                 compiled = torch.compile(self.model)
                 c = timing.bench(
-                    compiled, buffers, sets, budget_s=msg["budget_s"], rng=rng, back_to_back=True
+                    compiled, buffers, sets, budget_s=msg["budget_s"], rng=rng, back_to_back=True,
+                    vary=variation,
                 )
                 result["compile_ms"] = c["median_ms"]
                 result["compile_b2b_ms"] = c["b2b_ms"]
@@ -384,6 +388,20 @@ class Worker:
                 result["compile_ms"] = None
                 result["compile_error"] = _describe(e)
         return result
+
+    def op_varied_outputs(self, msg: dict) -> dict:
+        """The reference's outputs on the inputs numbered timed calls of a candidate saw:
+        each an input set of `sets` (by position) varied for its call's number."""
+        sets = [self.sets[i] for i in msg["sets"]]
+        variation = vary.Variation(msg["seed"], sets)
+        outputs = []
+        with torch.no_grad():
+            for position, call in msg["calls"]:
+                inputs = vary.varied_copy(sets[position], variation, position, call)
+                outputs.append(self.model(*inputs))
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        return {"outputs": outputs}
 
     # candidate ------------------------------------------------------------------
     def op_load_candidate(self, msg: dict) -> dict:
@@ -672,6 +690,9 @@ class Worker:
             launchless["without"] += total == last_total[0]
             last_total[0] = total
 
+        # Every timed call sees inputs no other call saw, varied from the judge's secret
+        # seed (vary.py), so a cache of outputs keyed by the inputs' values never hits.
+        variation = vary.Variation(msg["vary_seed"], sets) if "vary_seed" in msg else None
         probe.reset()
         probe.recording = True
         try:
@@ -688,10 +709,15 @@ class Worker:
                     between=between,
                     after=self._scrub,
                     back_to_back=True,
+                    vary=variation,
                 )
         finally:
             probe.recording = False
-        kept = [{"set": msg["sets"][k], "outputs": out} for k, out in r.pop("kept")]
+        kept = [
+            {"set": msg["sets"][k], "position": k, "call": call, "outputs": out}
+            for k, call, out in r.pop("kept")
+        ]
+        r["varied"] = bool(variation and variation.varies_anything)
         compute: dict[str, int] = {}
         host: dict[str, int] = {}
         for a in audits:

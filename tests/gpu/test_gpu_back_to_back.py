@@ -21,7 +21,7 @@ def test_a_tiny_op_is_launch_bound_and_a_large_one_is_not():
     assert r["b2b_ms"] > 0 and r["b2b_calls"] >= 10
     assert r["median_ms"] > 1.5 * r["b2b_ms"]  # one call is mostly launch and synchronisation
     assert len(r["kept"]) == 2  # one from the single calls, one from the calls in a row
-    k, out = r["kept"][-1]
+    k, _, out = r["kept"][-1]
     assert torch.equal(out, small[k][0] + small[k][1])
 
     big = [[torch.randn(1 << 26, device="cuda"), torch.randn(1 << 26, device="cuda")] for _ in range(2)]

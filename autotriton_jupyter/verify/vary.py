@@ -1,0 +1,100 @@
+"""Inputs that no timed call has seen before.
+
+Timing refills the same buffers with a few input sets, hundreds of times. A candidate
+that keeps its outputs keyed by the inputs' values (a signature read on the device, say)
+would compute each set once and copy the answer on every later call: right outputs, and
+a figure that is only the copy's. So before each timed call the judge multiplies every
+floating input, element by element, by factors drawn in [LOW, HIGH) from a secret seed
+and the call's number: no two calls see the same values, and the outputs kept for the
+judge are checked against the reference run on the same varied inputs, which the
+reference's worker makes again from the seed.
+
+The factors only shrink magnitudes and never change a sign, so a range the task's
+inputs keep (positive, within [-1, 1]) still holds. Float tensors whose values are all
+whole numbers (masks, counts, positions kept as floats) are left alone, as are integer
+and boolean ones: they often carry structure that scaling would break.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+LOW, HIGH = 0.5, 1.0
+PERIOD = 1 << 22  # factors drawn per call; a longer flat tensor repeats them (bounded memory)
+
+# Looked up once: a candidate that replaces torch's methods is caught by the snapshot,
+# and these keep working for the judge's own use meanwhile.
+_mul, _uniform, _copy, _equal, _round = (
+    torch.Tensor.mul_,
+    torch.Tensor.uniform_,
+    torch.Tensor.copy_,
+    torch.equal,
+    torch.round,
+)
+
+
+def varied_positions(values: Sequence[Any]) -> list[int]:
+    """Which of an input set's values are varied: floating tensors that are not all whole."""
+    out = []
+    for i, x in enumerate(values):
+        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel():
+            if not _equal(x, _round(x)):
+                out.append(i)
+    return out
+
+
+def _seed(seed: int, call: int, position: int) -> int:
+    return (seed * 1_000_003 + call * 8191 + position) % (1 << 63)
+
+
+class Variation:
+    """Varies buffers in place for a numbered call; the same numbers give the same values."""
+
+    def __init__(self, seed: int, sets: Sequence[Sequence[Any]]) -> None:
+        self.seed = seed
+        self.positions = [varied_positions(s) for s in sets]
+        self._scratch: dict[tuple[str, int], torch.Tensor] = {}
+
+    @property
+    def varies_anything(self) -> bool:
+        return any(self.positions)
+
+    def launches(self, set_index: int, buffers: Sequence[Any]) -> int:
+        """About how many device launches apply() queues for this set (to pace a timer)."""
+        return sum(
+            2 + -(-buffers[p].numel() // PERIOD) for p in self.positions[set_index % len(self.positions)]
+        )
+
+    def apply(self, buffers: Sequence[Any], set_index: int, call: int) -> None:
+        for p in self.positions[set_index % len(self.positions)]:
+            b = buffers[p]
+            n = b.numel()
+            noise = self._noise(b.device, min(n, PERIOD))
+            g = torch.Generator(device=b.device)
+            g.manual_seed(_seed(self.seed, call, p))
+            _uniform(noise, LOW, HIGH, generator=g)
+            # Factors follow the elements' logical order, whatever the layout: the
+            # reference's copy of a set may be laid out otherwise than the candidate's.
+            contiguous = b.is_contiguous()
+            flat = b.view(-1) if contiguous else b.reshape(-1)
+            for start in range(0, n, PERIOD):
+                end = min(n, start + PERIOD)
+                _mul(flat[start:end], noise[: end - start])
+            if not contiguous:
+                _copy(b, flat.view(b.shape))
+
+    def _noise(self, device: torch.device, n: int) -> torch.Tensor:
+        key = (str(device), n)
+        if key not in self._scratch:
+            self._scratch[key] = torch.empty(n, dtype=torch.float32, device=device)
+        return self._scratch[key]
+
+
+def varied_copy(values: Sequence[Any], variation: Variation, set_index: int, call: int) -> list[Any]:
+    """A copy of an input set as the numbered call saw it (what the reference is run on)."""
+    copy = [x.clone() if isinstance(x, torch.Tensor) else x for x in values]
+    variation.apply(copy, set_index, call)
+    return copy

@@ -1,0 +1,69 @@
+"""The timed calls' varied inputs (verify/vary.py), on the CPU: which tensors vary, by how
+much, and that the reference's worker can make a call's inputs again exactly."""
+
+from __future__ import annotations
+
+import torch
+
+from autotriton_jupyter.verify import vary
+
+
+def _sets():
+    g = torch.Generator().manual_seed(0)
+    return [
+        [
+            torch.randn(64, 33, generator=g),  # varied
+            torch.randint(0, 10, (7,), generator=g),  # integers: kept
+            (torch.rand(12, generator=g) > 0.5).float(),  # a mask kept as floats: kept
+            torch.rand(5, generator=g) > 0.5,  # booleans: kept
+            2.5,  # not a tensor
+        ]
+        for _ in range(2)
+    ]
+
+
+def test_only_floats_with_fractions_vary():
+    assert vary.varied_positions(_sets()[0]) == [0]
+    assert vary.varied_positions([torch.empty(0), torch.tensor(3.0), torch.tensor(0.25)]) == [2]
+
+
+def test_each_call_sees_new_values_within_the_factors_range():
+    sets = _sets()
+    v = vary.Variation(99, sets)
+    seen = []
+    for call in range(20):
+        x = vary.varied_copy(sets[call % 2], v, call % 2, call)
+        base = sets[call % 2]
+        ratio = x[0] / base[0]
+        assert bool(((ratio >= vary.LOW) & (ratio < vary.HIGH)).all())  # no sign changes
+        assert all(torch.equal(a, b) for a, b in zip(x[1:4], base[1:4]))
+        assert x[4] == 2.5
+        seen.append(x[0])
+    assert len({tuple(t.flatten()[:8].tolist()) for t in seen}) == 20
+
+
+def test_the_same_seed_and_call_give_the_same_inputs_whatever_the_layout():
+    sets = _sets()
+    a = vary.varied_copy(sets[1], vary.Variation(5, sets), 1, 17)
+    b = vary.varied_copy(sets[1], vary.Variation(5, sets), 1, 17)
+    assert torch.equal(a[0], b[0])
+    # The reference's copy of a set may be laid out otherwise (a transposed view): the
+    # factors follow the elements' logical order, so the values are the same.
+    t = [sets[1][0].t().contiguous().t(), *sets[1][1:]]
+    assert not t[0].is_contiguous()
+    c = vary.varied_copy(t, vary.Variation(5, [t, t]), 1, 17)
+    assert torch.equal(c[0], a[0])
+    other_seed = vary.varied_copy(sets[1], vary.Variation(6, sets), 1, 17)
+    other_call = vary.varied_copy(sets[1], vary.Variation(5, sets), 1, 18)
+    assert not torch.equal(other_seed[0], a[0]) and not torch.equal(other_call[0], a[0])
+
+
+def test_long_tensors_repeat_their_factors_and_low_precision_is_scaled_in_place(monkeypatch):
+    monkeypatch.setattr(vary, "PERIOD", 16)
+    x = torch.randn(50, dtype=torch.bfloat16)
+    v = vary.Variation(1, [[x]])
+    y = vary.varied_copy([x], v, 0, 0)[0]
+    assert y.dtype == torch.bfloat16 and not torch.equal(x, y)
+    r = (y.float() / x.float())
+    torch.testing.assert_close(r[:16], r[16:32], rtol=1e-2, atol=0)
+    assert v.launches(0, [x]) == 2 + 4
