@@ -33,8 +33,9 @@ def bench_pipeline(
     of `then`'s tasks) use the warm verifier. Each run also gives the seconds from a
     sample's completion to its first verdict (correctness; timing follows).
     """
+    from .config import TritonizeOptions
     from .model.registry import ModelOptions, load
-    from .pipeline import TritonizeOptions, tritonize
+    from .pipeline import tritonize
     from .store import Store
     from .task import Task
     from .ui.html import result_html

@@ -741,9 +741,10 @@ def cmd_bench_pipeline(args: argparse.Namespace) -> int:
 
 
 def cmd_tritonize(args: argparse.Namespace) -> int:
+    from .config import TritonizeOptions
     from .model.generator import GenerationParams
     from .model.registry import load
-    from .pipeline import TritonizeOptions, tritonize
+    from .pipeline import tritonize
     from .store import Store
     from .task import Task
     from .verify.report import format_text
@@ -1079,9 +1080,11 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The `autotriton` parser; every value-taking argument has a type that checks it."""
+    from .config import TritonizeOptions
     from .model.generator import GenerationParams
 
     sampling = GenerationParams()  # the sampling defaults, written once (model/generator.py)
+    run = TritonizeOptions()  # samples and rounds, written once (config.py)
     T = _types()
     parser = _Parser(prog="autotriton", description="Verified Triton kernels from PyTorch modules.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -1155,7 +1158,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=T["name"],
         help="autotriton (default), tiny, tiny-hf, a .gguf file, an HF folder, or openai:NAME",
     )
-    g.add_argument("-n", type=T["samples"], default=4, help="number of samples (default 4)")
+    g.add_argument("-n", type=T["samples"], default=run.n, help=f"number of samples (default {run.n})")
     g.add_argument(
         "--max-tokens",
         type=T["tokens"],
@@ -1183,9 +1186,12 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("tritonize", help="generate, verify and rank Triton rewrites of a task")
     t.add_argument("reference", type=source_file, help="REF.py in the KernelBench format")
     t.add_argument("--model", type=T["name"])
-    t.add_argument("-n", type=T["samples"], default=4, help="samples (default 4)")
+    t.add_argument("-n", type=T["samples"], default=run.n, help=f"samples (default {run.n})")
     t.add_argument(
-        "--rounds", type=T["rounds"], default=0, help="repair rounds after the first (default 0)"
+        "--rounds",
+        type=T["rounds"],
+        default=run.rounds,
+        help=f"repair rounds after the first (default {run.rounds})",
     )
     t.add_argument("--max-tokens", type=T["tokens"], default=sampling.max_tokens)
     t.add_argument("--temperature", type=T["temperature"], default=sampling.temperature)
@@ -1195,10 +1201,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--speed-rounds",
         type=T["rounds"],
-        default=0,
+        default=run.speed_rounds,
         metavar="N",
         help="while the best passing candidate is slower than torch.compile, send it back with "
-        "its timing for a faster one, up to N times (default 0; needs a GPU)",
+        f"its timing for a faster one, up to N times (default {run.speed_rounds}; needs a GPU)",
     )
     _add_tune_flags(t)
     t.add_argument(
@@ -1220,8 +1226,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="score these files instead of generating: DIR/<task>/*.py",
     )
     e.add_argument("--model", type=T["name"])
-    e.add_argument("-n", type=T["samples"], default=4, help="samples per task (default 4)")
-    e.add_argument("--rounds", type=T["rounds"], default=0)
+    e.add_argument("-n", type=T["samples"], default=run.n, help=f"samples per task (default {run.n})")
+    e.add_argument("--rounds", type=T["rounds"], default=run.rounds)
     e.add_argument("--max-tokens", type=T["tokens"], default=sampling.max_tokens)
     e.add_argument(
         "--out",
@@ -1396,7 +1402,7 @@ def build_parser() -> argparse.ArgumentParser:
     bp.add_argument(
         "candidates", type=existing_dir, help="folder of candidate files (replayed as the model)"
     )
-    bp.add_argument("-n", type=T["samples"], default=4)
+    bp.add_argument("-n", type=T["samples"], default=run.n)
     bp.add_argument("--repeats", type=T["count"], default=2)
     bp.add_argument(
         "--then",

@@ -30,10 +30,27 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .model.generator import GenerationParams
+from .verify.options import VerifyOptions
+
 T = TypeVar("T")
 
 INT_MAX = 2**31 - 1  # counts and sizes reach C code (torch, llama.cpp) as 32-bit ints
 DAY_S = 86400.0
+
+
+@dataclasses.dataclass
+class TritonizeOptions:
+    """How many samples, how many repair rounds, and the generation and verification settings."""
+
+    n: int = 4
+    rounds: int = 0
+    params: GenerationParams = dataclasses.field(default_factory=GenerationParams)
+    verify: VerifyOptions = dataclasses.field(default_factory=VerifyOptions)
+    class_name: str = "Model"
+    speed_rounds: int = 0  # rounds asking for a faster kernel while the best is slower than compile
+    tune: bool = False  # the tuning pass over the best passing candidate (tuning.py)
+    tune_variants: int = 12
 
 
 class ConfigError(ValueError):

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .config import TritonizeOptions
 from .files import write_whole
 from .model.generator import GenerationParams
 from .task import Candidate, Task, TaskError
@@ -43,8 +44,8 @@ class EvalOptions:
 
     out_dir: str = "autotriton-eval"
     candidates_dir: str | None = None
-    n: int = 4
-    rounds: int = 0
+    n: int = TritonizeOptions.n
+    rounds: int = TritonizeOptions.rounds
     resume: bool = False
     launch_bound_ms: float = LAUNCH_BOUND_MS
     params: GenerationParams = field(default_factory=GenerationParams)
@@ -312,7 +313,7 @@ def _judge_samples(
 ) -> None:
     """The model's samples for a task. A run killed during the task resumes with as many
     new first-round samples as are missing (and no new repair round once one was written)."""
-    from .pipeline import PipelineEvent, TritonizeOptions, tritonize
+    from .pipeline import PipelineEvent, tritonize
 
     before = [c for t, c in done if t == name and c]
     offset = {r: sum(1 for c in before if c.startswith(f"round{r + 1}-")) for r in range(99)}
@@ -628,7 +629,7 @@ def before_after(
     on_progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Verified pass counts and speedups of the base model and the fine-tuned one on held-out tasks."""
-    from .pipeline import TritonizeOptions, tritonize
+    from .pipeline import tritonize
 
     emit = on_progress or (lambda _m: None)
     greedy = GenerationParams(temperature=0.0, max_tokens=max_tokens)

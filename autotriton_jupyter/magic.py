@@ -16,7 +16,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from traitlets import Float, Integer, Unicode
 
-from .config import ConfigError
+from .config import ConfigError, TritonizeOptions
 from .model.generator import GenerationError, GenerationParams
 from .store import NoLibrary, Store, StoreError
 from .task import TaskError
@@ -46,8 +46,8 @@ def _unquote(value: str | None) -> str | None:
 class AutotritonMagics(Magics):
     """The autotriton magics."""
 
-    n = Integer(4, help="candidates sampled per cell").tag(config=True)
-    rounds = Integer(0, help="repair rounds after the first").tag(config=True)
+    n = Integer(TritonizeOptions.n, help="candidates sampled per cell").tag(config=True)
+    rounds = Integer(TritonizeOptions.rounds, help="repair rounds after the first").tag(config=True)
     model = Unicode("", help="model name (empty: the [model] setting)").tag(config=True)
     max_tokens = Integer(GenerationParams.max_tokens, help="tokens per sample").tag(config=True)
     temperature = Float(GenerationParams.temperature, help="sampling temperature").tag(config=True)
@@ -175,7 +175,6 @@ class AutotritonMagics(Magics):
 
         self.last_view = None
         from .model.registry import load as load_model
-        from .pipeline import TritonizeOptions
         from .task import Task
         from .verify import VerifyOptions
 

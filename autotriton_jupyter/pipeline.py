@@ -13,26 +13,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .config import TritonizeOptions
 from .model.extract import extract
-from .model.generator import Cancel, Chat, Completion, Event, GenerationParams, Generator
+from .model.generator import Cancel, Chat, Completion, Event, Generator
 from .model.prompts import repair_chat, speed_chat, task_chat
 from .task import Candidate, Task
-from .verify import Report, Verifier, VerifyOptions
+from .verify import Report, Verifier
 from .verify.report import FAIL
-
-
-@dataclass
-class TritonizeOptions:
-    """How many samples, how many repair rounds, and the generation and verification settings."""
-
-    n: int = 4
-    rounds: int = 0
-    params: GenerationParams = field(default_factory=GenerationParams)
-    verify: VerifyOptions = field(default_factory=VerifyOptions)
-    class_name: str = "Model"
-    speed_rounds: int = 0  # rounds asking for a faster kernel while the best is slower than compile
-    tune: bool = False  # the tuning pass over the best passing candidate (tuning.py)
-    tune_variants: int = 12
 
 
 @dataclass
@@ -106,6 +93,7 @@ class Result:
     candidates: list[CandidateResult]
     cancelled: bool = False
     seconds: float = 0.0
+    adapter: str | None = None  # the LoRA adapter the model ran with, if any
 
     @property
     def best(self) -> CandidateResult | None:
@@ -115,6 +103,7 @@ class Result:
         return {
             "task": self.task,
             "model": self.model,
+            "adapter": self.adapter,
             "cancelled": self.cancelled,
             "seconds": self.seconds,
             "best": 0 if self.best else None,
@@ -222,6 +211,7 @@ def tritonize(
         results,
         cancel.cancelled,
         time.perf_counter() - t0,
+        getattr(generator, "adapter", None),
     )
     emit(PipelineEvent("done", "a candidate passed" if res.best else "no candidate passed"))
     return res

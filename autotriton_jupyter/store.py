@@ -196,6 +196,7 @@ class Accepted:
     prompt: str | None = None
     completion: str | None = None
     chat: list[dict[str, str]] | None = None  # as sent to the model; None in older libraries
+    adapter: str | None = None  # the LoRA adapter the model ran with, if any
 
 
 class Store:
@@ -586,6 +587,7 @@ class Store:
                 round=c.round,
                 sample=c.sample,
                 model=result.model,
+                adapter=getattr(result, "adapter", None),
                 prompt=c.prompt,
                 chat=c.chat,
                 completion=c.completion,
@@ -634,7 +636,7 @@ class Store:
         return (
             "SELECT a.name, a.code, a.edited, a.created, t.name AS task_name,"
             " t.source AS task_source, c.verdict, c.speedup_vs_eager, c.speedup_vs_compile,"
-            f" c.model, c.prompt, c.completion, {chat}"
+            f" c.model, c.prompt, c.completion, {chat}, c.adapter"
             " FROM accepted a JOIN tasks t ON t.id = a.task_id"
             " LEFT JOIN candidates c ON c.id = a.candidate_id"
         )
@@ -658,13 +660,18 @@ class Store:
         rows = self.read(self._accepted_sql() + " ORDER BY a.created DESC")
         return [self._row(r) for r in rows]
 
-    def get(self, name: str) -> Accepted:
+    def find(self, name: str) -> Accepted | None:
+        """The accepted kernel of that name, or None."""
         rows = self.read(self._accepted_sql() + " WHERE a.name=?", (name,))
-        row = rows[0] if rows else None
+        return self._row(rows[0]) if rows else None
+
+    def get(self, name: str) -> Accepted:
+        """The accepted kernel of that name; none is a StoreError that lists some known names."""
+        row = self.find(name)
         if row is None:
             known = ", ".join(a.name for a in self.accepted()[:10]) or "none yet"
             raise StoreError(f"No accepted kernel named {name!r} in {self.path} (known: {known}).")
-        return self._row(row)
+        return row
 
     @staticmethod
     def _row(r: sqlite3.Row) -> Accepted:
@@ -682,6 +689,7 @@ class Store:
             r["prompt"],
             r["completion"],
             _chat(r["chat"]),
+            r["adapter"],
         )
 
     def counts(self) -> dict[str, int]:

@@ -8,7 +8,13 @@ import pytest
 
 from autotriton_jupyter.cli import main
 from autotriton_jupyter.model import registry
-from autotriton_jupyter.model.adapters import AdapterInfo, adapter_for, adapters_dir, list_adapters
+from autotriton_jupyter.model.adapters import (
+    AdapterInfo,
+    adapter_for,
+    adapters_dir,
+    likely_adapter,
+    list_adapters,
+)
 from autotriton_jupyter.model.extract import extract
 from autotriton_jupyter.model.finetune import FinetuneOptions, dataset_from_library, run_finetune
 from autotriton_jupyter.model.generator import Cancel, GenerationError, GenerationParams
@@ -64,6 +70,7 @@ def test_the_loop_learns_the_accepted_kernels(home):
     assert res["final_loss"] < res["first_loss"] / 10 and not res["interrupted"]
     gen = registry.load("tiny-hf", ModelOptions())
     assert gen.name == "tiny-hf+mine"  # the newest adapter for this base is used by default
+    assert gen.adapter == "mine"  # what the library's adapter column gets
     for k, (op, _) in PAIRS.items():
         out = gen.generate(
             [task_chat(TASK.format(op=op))], 1, GenerationParams(max_tokens=120, temperature=0.0)
@@ -72,7 +79,7 @@ def test_the_loop_learns_the_accepted_kernels(home):
     info = list_adapters()[0]
     assert info.name == "mine" and info.examples == 2 and info.metrics["final_loss"] < 0.1
     plain = registry.load("tiny-hf", ModelOptions(adapter="none"))
-    assert plain.name == "tiny-hf"
+    assert plain.name == "tiny-hf" and plain.adapter is None
 
 
 def test_kernels_kept_without_their_chat_train_on_their_prompt(home):
@@ -115,6 +122,11 @@ def test_empty_library_and_wrong_base_are_clear(home, capsys):
     with pytest.raises(GenerationError, match="trained on another base model"):
         adapter_for("ffff", "other")
     assert adapter_for("ffff") is None  # never picked by default for another base
+    # The panel's hint, by name alone: none, the named one, the preferred one, the newest.
+    assert likely_adapter("none") is None and likely_adapter("x") == "x"
+    assert likely_adapter("") == "other"
+    (adapters_dir() / "preferred").write_text("kept\n")
+    assert likely_adapter("") == "kept"
     with pytest.raises(GenerationError, match="needs a transformers model"):
         run_finetune("tiny", "x", FAST)
 

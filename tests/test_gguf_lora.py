@@ -245,6 +245,7 @@ def trained(hf, tmp_path_factory):
 def test_llamacpp_writes_the_accepted_kernels_after_finetuning(trained, tmp_path, capsys):
     gen = registry.load("tiny", SMALL)
     assert gen.name == "tiny+mine"  # an adapter trained through tiny-hf fits the same GGUF
+    assert gen.adapter == "mine"
     for k, (op, _) in PAIRS.items():
         out = gen.generate(
             [task_chat(TASK.format(op=op))], 1, GenerationParams(max_tokens=120, temperature=0.0)

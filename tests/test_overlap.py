@@ -7,8 +7,9 @@ import threading
 
 import pytest
 
+from autotriton_jupyter.config import TritonizeOptions
 from autotriton_jupyter.model.generator import Completion, Event
-from autotriton_jupyter.pipeline import TritonizeOptions, tritonize
+from autotriton_jupyter.pipeline import tritonize
 from autotriton_jupyter.task import Task, TaskError
 from autotriton_jupyter.verify import Verifier, VerifyOptions
 

@@ -7,8 +7,9 @@ import json
 import pytest
 
 from autotriton_jupyter.cli import main
+from autotriton_jupyter.config import TritonizeOptions
 from autotriton_jupyter.model.generator import Completion, GenerationParams
-from autotriton_jupyter.pipeline import TritonizeOptions, tritonize
+from autotriton_jupyter.pipeline import tritonize
 from autotriton_jupyter.store import Store
 from autotriton_jupyter.task import Task
 from autotriton_jupyter.verify import Verifier, VerifyOptions
@@ -152,7 +153,9 @@ def test_a_kernel_accepted_from_a_repair_round_trains_on_the_chat_as_sent(
     d = corpus / "add_relu"
     failed, fixed = fenced(d / "cheat02_partial.py"), fenced(d / "pass_masked.py")
     gen = ScriptedGenerator([[failed], [fixed]])
+    gen.adapter = "lora-a"  # as the registry marks a model loaded with an adapter
     res = tritonize(task, gen, TritonizeOptions(n=1, rounds=1), verifier=verifier)
+    assert res.adapter == "lora-a" and res.to_dict()["adapter"] == "lora-a"
     assert res.best is not None and res.best.round == 1
     sent = gen.calls[1][0]
     assert sent[1] == {"role": "assistant", "content": failed}
@@ -165,6 +168,8 @@ def test_a_kernel_accepted_from_a_repair_round_trains_on_the_chat_as_sent(
         s.accept("AddReluFast", task_id, res.best.code, candidate_id=ids[0])
     with Store(lib, write=False) as s:
         assert s.get("AddReluFast").chat == sent
+        assert s.get("AddReluFast").adapter == "lora-a"  # the column is written, not only the name
+        assert s.find("nothing") is None
     [example] = dataset_from_library(str(lib))
     assert example.chat == sent and example.target == fixed
 

@@ -94,6 +94,23 @@ def use_adapter(name: str) -> None:
     (adapters_dir() / "preferred").write_text(name)
 
 
+def _preferred_name() -> str | None:
+    preferred = adapters_dir() / "preferred"
+    return preferred.read_text().strip() if preferred.exists() else None
+
+
+def likely_adapter(setting: str, infos: list[AdapterInfo] | None = None) -> str | None:
+    """The adapter generation would pick for the `adapter` setting, by name: none for
+    "none", the named one, else the preferred one, else the newest. adapter_for decides
+    per base model, which needs the weights' fingerprint; this is the hint a panel shows."""
+    if setting == "none":
+        return None
+    if setting:
+        return setting
+    infos = list_adapters() if infos is None else infos
+    return _preferred_name() or (infos[0].name if infos else None)
+
+
 def adapter_for(
     base_fingerprint_value: str, name: str = "", base_name: str = ""
 ) -> AdapterInfo | None:
@@ -109,9 +126,9 @@ def adapter_for(
             base_name and a.base == base_name
         )
 
-    preferred = adapters_dir() / "preferred"
-    if not name and preferred.exists():
-        chosen = next((a for a in infos if a.name == preferred.read_text().strip()), None)
+    preferred = _preferred_name()
+    if not name and preferred:
+        chosen = next((a for a in infos if a.name == preferred), None)
         if chosen is not None and fits(chosen):
             return chosen
     if name:

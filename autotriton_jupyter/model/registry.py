@@ -233,6 +233,9 @@ def load(name: str, options: ModelOptions, on_event: Any = None) -> Any:
     with _load_lock:
         if key not in _loaded:
             _loaded[key] = _build(spec, options, on_event, adapter)
+            # Which adapter it runs with, for the library's `adapter` column (the name
+            # shows it too, as base+adapter).
+            _loaded[key].adapter = Path(adapter).name if adapter else None
         return _loaded[key]
 
 

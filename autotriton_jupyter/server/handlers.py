@@ -27,7 +27,7 @@ def library_path() -> Path:
     return default_path()
 
 
-def _kernel(a: Accepted, adapter: str | None) -> dict[str, Any]:
+def _kernel(a: Accepted) -> dict[str, Any]:
     return {
         "name": a.name,
         "task": a.task_name,
@@ -38,16 +38,8 @@ def _kernel(a: Accepted, adapter: str | None) -> dict[str, Any]:
         "speedup_vs_eager": a.speedup_vs_eager,
         "speedup_vs_compile": a.speedup_vs_compile,
         "model": a.model,
-        "adapter": adapter,
+        "adapter": a.adapter,
     }
-
-
-def _adapters(store: Store) -> dict[str, str | None]:
-    # Accepted carries no adapter, so it is read here from the candidate row directly.
-    rows = store.read(
-        "SELECT a.name, c.adapter FROM accepted a LEFT JOIN candidates c ON c.id = a.candidate_id"
-    )
-    return {r[0]: r[1] for r in rows}
 
 
 def _open(path: Path) -> Store:
@@ -74,11 +66,11 @@ def list_kernels(path: Path, q: str = "") -> list[dict[str, Any]]:
     needle = q.strip().lower()
     with _open(path) as store:
         try:
-            rows, adapters = store.accepted(), _adapters(store)
+            rows = store.accepted()
         except sqlite3.Error as e:
             raise _read_error(path, e) from e
     return [
-        _kernel(a, adapters.get(a.name))
+        _kernel(a)
         for a in rows
         if needle in a.name.lower() or needle in a.task_name.lower()
     ]
@@ -102,38 +94,25 @@ def get_kernel(path: Path, name: str) -> dict[str, Any] | None:
         return None
     with _open(path) as store:
         try:
-            row = store.read("SELECT 1 FROM accepted WHERE name=?", (name,))
-            if not row:
-                return None
-            a, adapters = store.get(name), _adapters(store)
+            a = store.find(name)
         except sqlite3.Error as e:
             raise _read_error(path, e) from e
-    return {**_kernel(a, adapters.get(a.name)), "code": a.code, "snippet": snippet(a.name)}
+    if a is None:
+        return None
+    return {**_kernel(a), "code": a.code, "snippet": snippet(a.name)}
 
 
 def settings(path: Path) -> dict[str, Any]:
     """The settings a run would use: model and adapter, the magic's defaults, what is usable."""
-    from ..config import load
-    from ..magic import AutotritonMagics
-    from ..model.adapters import adapters_dir, list_adapters
-    from ..model.generator import GenerationError
+    from ..config import TritonizeOptions, load
+    from ..model.adapters import likely_adapter, list_adapters
+    from ..model.generator import GenerationError, GenerationParams
     from ..model.registry import ModelOptions, list_models, resolve, usable
 
     options = load("model", ModelOptions())
-    traits = AutotritonMagics.class_traits()
-    preferred = adapters_dir() / "preferred"
+    run = TritonizeOptions()  # the magic's defaults are these (its traitlets read them)
     adapters = list_adapters()
-    # Which adapter generation picks (see adapters.adapter_for): the configured one, else
-    # the preferred one, else the newest. Exact only per base model, which needs the
-    # weights' fingerprint; the panel shows this as a hint.
-    if options.adapter == "none":
-        active = None
-    elif options.adapter:
-        active = options.adapter
-    elif preferred.exists():
-        active = preferred.read_text().strip()
-    else:
-        active = adapters[0].name if adapters else None
+    active = likely_adapter(options.adapter, adapters)
     try:
         spec = usable(resolve(options.name, options))
         available, needs = spec.available, spec.needs
@@ -146,9 +125,9 @@ def settings(path: Path) -> dict[str, Any]:
             "available": available,
             "needs": needs,
         },
-        "n": traits["n"].default_value,
-        "rounds": traits["rounds"].default_value,
-        "max_tokens": traits["max_tokens"].default_value,
+        "n": run.n,
+        "rounds": run.rounds,
+        "max_tokens": GenerationParams.max_tokens,
         "models": [
             {"name": s.name, "backend": s.backend, "available": s.available, "needs": s.needs}
             for s in list_models(options)
