@@ -51,6 +51,13 @@ class TritonizeOptions:
     speed_rounds: int = 0  # rounds asking for a faster kernel while the best is slower than compile
     tune: bool = False  # the tuning pass over the best passing candidate (tuning.py)
     tune_variants: int = 12
+    # Which speed figure ranks passing candidates (and decides speed rounds): "device",
+    # calls back to back (what a kernel costs inside a model), or "call", one call on an
+    # idle GPU (launch included). See verify/timing.py.
+    rank_by: str = "device"
+
+
+RANK_FIGURES = {"device": "back to back", "call": "one call"}
 
 
 class ConfigError(ValueError):

@@ -16,7 +16,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from traitlets import Float, Integer, Unicode
 
-from .config import ConfigError, TritonizeOptions
+from .config import RANK_FIGURES, ConfigError, TritonizeOptions
 from .model.generator import GenerationError, GenerationParams
 from .store import NoLibrary, Store, StoreError
 from .task import TaskError
@@ -66,6 +66,12 @@ class AutotritonMagics(Magics):
     @argument("--no-timing", action="store_true", help="skip GPU timing")
     @argument("--tune", action="store_true", help="tune the best kernel's launch parameters (each variant verified)")
     @argument("--speed-rounds", type=int, help="ask for a faster kernel while the best is slower than torch.compile")
+    @argument(
+        "--rank-by",
+        choices=sorted(RANK_FIGURES),
+        help="the speed figure that ranks candidates: device (calls back to back, the default) "
+        "or call (one call on an idle GPU, launch included)",
+    )
     @argument(
         "--no-cache",
         action="store_true",
@@ -235,6 +241,7 @@ class AutotritonMagics(Magics):
             class_name="Model",
             tune=args.tune,
             speed_rounds=args.speed_rounds or 0,
+            rank_by=args.rank_by or TritonizeOptions.rank_by,
         )
         progress = _progress_view(task.name, self.library or None)
         try:

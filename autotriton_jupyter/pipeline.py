@@ -13,7 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .config import TritonizeOptions
+from .config import RANK_FIGURES, TritonizeOptions
 from .model.extract import extract
 from .model.generator import Cancel, Chat, Completion, Event, Generator
 from .model.prompts import repair_chat, speed_chat, task_chat
@@ -94,6 +94,7 @@ class Result:
     cancelled: bool = False
     seconds: float = 0.0
     adapter: str | None = None  # the LoRA adapter the model ran with, if any
+    ranked_by: str = "device"  # the speed figure that ranked them (config.RANK_FIGURES)
 
     @property
     def best(self) -> CandidateResult | None:
@@ -104,6 +105,7 @@ class Result:
             "task": self.task,
             "model": self.model,
             "adapter": self.adapter,
+            "ranked_by": self.ranked_by,
             "cancelled": self.cancelled,
             "seconds": self.seconds,
             "best": 0 if self.best else None,
@@ -122,15 +124,24 @@ class PipelineEvent:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-def rank_key(c: CandidateResult) -> tuple:
-    """Passing first, then conditional; then faster against torch.compile, then against eager;
-    then fewer failures."""
+def speedups(timing: dict[str, Any] | None, by: str = "device") -> tuple[float | None, float | None]:
+    """(vs torch.compile, vs eager) by one figure: "device" (calls back to back; one call's
+    figures where those were not measured) or "call" (one call on an idle GPU)."""
+    t = timing or {}
+    if by == "device" and t.get("speedup_vs_compile_b2b"):
+        return t.get("speedup_vs_compile_b2b"), t.get("speedup_vs_eager_b2b")
+    return t.get("speedup_vs_compile"), t.get("speedup_vs_eager")
+
+
+def rank_key(c: CandidateResult, by: str = "device") -> tuple:
+    """Passing first, then conditional; then faster against torch.compile, then against eager
+    (by the figure `by`: see speedups); then fewer failures."""
     r = c.report
-    t = (r.timing or {}) if r else {}
+    vs_compile, vs_eager = speedups(r.timing if r else None, by)
     return (
         0 if c.passed else 1 if c.conditional else 2,
-        -(t.get("speedup_vs_compile") or 0.0),
-        -(t.get("speedup_vs_eager") or 0.0),
+        -(vs_compile or 0.0),
+        -(vs_eager or 0.0),
         len(r.failed()) if r else 99,
         c.round,
         c.sample,
@@ -179,7 +190,7 @@ def tritonize(
             if any(b.passed for b in batch) or rnd == o.rounds:
                 break
             # Repair: send each failed candidate's reasons back to the model.
-            failed = sorted(batch, key=rank_key)[: o.n]
+            failed = sorted(batch, key=lambda c: rank_key(c, o.rank_by))[: o.n]
             chats = [
                 repair_chat(
                     chats[0] if rnd == 0 else chat,
@@ -204,7 +215,7 @@ def tritonize(
     finally:
         if own:
             v.close()
-    results.sort(key=rank_key)
+    results.sort(key=lambda c: rank_key(c, o.rank_by))
     res = Result(
         task.name,
         getattr(generator, "name", "model"),
@@ -212,6 +223,7 @@ def tritonize(
         cancel.cancelled,
         time.perf_counter() - t0,
         getattr(generator, "adapter", None),
+        o.rank_by,
     )
     emit(PipelineEvent("done", "a candidate passed" if res.best else "no candidate passed"))
     return res
@@ -274,18 +286,19 @@ def _speed_rounds(
             emit(PipelineEvent("speeding", "speed round skipped: no passing candidate was timed "
                                "against torch.compile (it needs a GPU)"))
             return
-        best = min(timed, key=rank_key)
+        best = min(timed, key=lambda c: rank_key(c, o.rank_by))
         assert best.report is not None and best.report.timing is not None
-        x = best.report.timing["speedup_vs_compile"]
+        x = speedups(best.report.timing, o.rank_by)[0] or 0.0
+        figure = RANK_FIGURES.get(o.rank_by, o.rank_by)
         if x >= 1.0:
             if k:
-                emit(PipelineEvent("speeding", f"the best candidate is now {x:.2f}x torch.compile"))
+                emit(PipelineEvent("speeding", f"the best candidate is now {x:.2f}x torch.compile ({figure})"))
             return
         rnd = max(c.round for c in results) + 1
         emit(
             PipelineEvent(
                 "speeding",
-                f"speed round {k + 1}: the best candidate ({x:.2f}x torch.compile) goes back "
+                f"speed round {k + 1}: the best candidate ({x:.2f}x torch.compile, {figure}) goes back "
                 f"with its timing; sampling {o.n}",
                 round=rnd,
             )
@@ -311,7 +324,7 @@ def _tune_best(
     if not timed:
         emit(PipelineEvent("tuning", "tuning: no passing candidate was timed (it needs a GPU)"))
         return None
-    best = min(timed, key=rank_key)
+    best = min(timed, key=lambda c: rank_key(c, o.rank_by))
     assert best.code is not None and best.report is not None
     label = f"round {best.round + 1}, sample {best.sample + 1}"
     got = tune(

@@ -138,12 +138,16 @@ def test_cli_eval(tmp_path, capsys):
     assert main(["eval", str(tmp_path / "nowhere"), "--candidates", "x", "-q"]) == 2
 
 
-def timed(verdict: str, eager: float, cand: float, q: tuple[float, float] | None = None) -> dict:
+def timed(
+    verdict: str, eager: float, cand: float, q: tuple[float, float] | None = None, b2b: float | None = None
+) -> dict:
     """A report as the verifier writes it on a GPU (timing built by hand: no GPU here)."""
     timing = {"candidate_ms": cand, "eager_ms": eager, "compile_ms": None}
     timing |= {"speedup_vs_eager": eager / cand, "speedup_vs_compile": None}
     if q:
         timing |= {"candidate_q1_ms": q[0], "candidate_q3_ms": q[1]}
+    if b2b:
+        timing |= {"speedup_vs_eager_b2b": b2b, "speedup_vs_compile_b2b": None}
     return {"verdict": verdict, "checks": [], "reasons": [], "timing": timing}
 
 
@@ -153,7 +157,7 @@ GPU_RECORDS = [
     # Eager is slow enough but the best candidate is not; a slower one alone would not be.
     {"task": "mid", "candidate": "a.py", "report": timed("pass", 0.5, 0.05)},
     {"task": "mid", "candidate": "b.py", "report": timed("pass", 0.5, 0.2)},
-    {"task": "big", "candidate": "a.py", "report": timed("pass", 3.0, 1.0, (0.9, 1.1))},
+    {"task": "big", "candidate": "a.py", "report": timed("pass", 3.0, 1.0, (0.9, 1.1), b2b=2.5)},
     {"task": "failed", "candidate": "a.py", "report": {"verdict": "fail", "reasons": []}},
     {"task": "broken", "candidate": "", "error": "not valid Python"},
 ]
@@ -193,9 +197,12 @@ def test_the_report_names_launch_bound_tasks_and_shows_spread():
     assert "| launch-bound tasks (under 0.1 ms) | 2 of 3 timed |" in md
     assert "| fast 1 vs eager | 0.750 |" in md
     assert "| fast 1 vs eager, excluding launch-bound | 0.500 |" in md
-    assert "| big | 1 | 1 | 3.000 | not measured | 3.000 | 20% | no |" in md
-    assert "| tiny | 1 | 1 | 1.500 | not measured | 0.030 | - | yes |" in md
-    assert "| failed | 1 | 0 | not measured | not measured | - | - | - |" in md
+    assert "| big | 1 | 1 | 3.000 | not measured | 2.500 | not measured | 3.000 | 20% | no |" in md
+    assert "| tiny | 1 | 1 | 1.500 | not measured | not measured | not measured | 0.030 | - | yes |" in md
+    assert "| failed | 1 | 0 | not measured | not measured | not measured | not measured | - | - | - |" in md
+    # Device time (calls back to back): only big beats eager by it.
+    assert "| fast 1 vs eager, back to back | 0.250 |" in md
+    assert "| geomean speedup vs eager, back to back | 2.500 |" in md
     page = render_html(s)
     assert "tiny (launch-bound)" in page and "mid, tiny. Their speedups measure" in page
 

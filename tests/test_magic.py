@@ -147,6 +147,14 @@ def test_module_and_inputs_mode(ip, library, monkeypatch, corpus):
     )
     view = ip.magics_manager.registry["AutotritonMagics"].last_view
     assert view.result.best is not None and view.name.value == "AddReluTriton"
+    assert view.result.ranked_by == "device"  # the default speed figure ranks
+
+
+def test_rank_by_reaches_the_ranking(ip, library, task_cell, corpus, monkeypatch):
+    scripted(monkeypatch, [fenced(corpus / "add_relu" / "pass_masked.py")])
+    run(ip, CELL_HEAD + "-n 1 --rank-by call --no-timing", task_cell)
+    view = ip.magics_manager.registry["AutotritonMagics"].last_view
+    assert view.result.ranked_by == "call"
 
 
 @pytest.mark.parametrize(
@@ -163,6 +171,7 @@ def test_module_and_inputs_mode(ip, library, monkeypatch, corpus):
         ("--model no-such-model", None, "Unknown model 'no-such-model'"),
         ("--bogus-flag", "x = 1\n", "unrecognized arguments"),
         ("--shapes '3 by 5'", None, "'by' is not a shape"),
+        ("--rank-by speed", None, "invalid choice"),
     ],
 )
 def test_bad_input_gives_a_message_and_the_session_lives(

@@ -80,5 +80,26 @@ def test_the_result_view_names_both_timing_figures():
     res = Result("t", "m", [c])
     line = summary_line(res)
     assert "0.80x vs torch.compile (one call)" in line and "1.10x vs torch.compile back to back" in line
+    assert line.endswith("ranked by back to back")  # device time ranks by default
     rows = candidate_rows(res)
-    assert "one call (ranks)" in rows and "back to back" in rows and "1.20x" in rows
+    assert "back to back (ranks)" in rows and "one call<" in rows and "1.20x" in rows
+    res.ranked_by = "call"
+    assert "one call (ranks)" in candidate_rows(res) and summary_line(res).endswith("by one call")
+
+
+def test_the_ranking_figure_decides_the_order():
+    """Device time (back to back) ranks by default; per call when asked."""
+    from autotriton_jupyter.pipeline import CandidateResult, rank_key
+
+    def cand(sample, call, device):
+        r = Report(device="cuda", timing={"speedup_vs_compile": call, "speedup_vs_eager": call,
+                                          "speedup_vs_compile_b2b": device, "speedup_vs_eager_b2b": device})
+        r.add("correctness", PASS)
+        return CandidateResult(0, sample, "p", "c", "stop", 1, 0.1, "code", None, r.finish())
+
+    a, b = cand(0, 2.0, 0.9), cand(1, 0.5, 1.5)  # a: fast alone, b: fast in a row
+    assert sorted([a, b], key=rank_key) == [b, a]
+    assert sorted([a, b], key=lambda c: rank_key(c, "call")) == [a, b]
+    untimed = cand(2, None, None)
+    untimed.report.timing = None
+    assert sorted([untimed, a], key=rank_key) == [a, untimed]

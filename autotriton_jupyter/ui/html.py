@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import html
 
+from ..config import RANK_FIGURES
 from ..pipeline import CandidateResult, Result
 
 STYLE = """<style>
@@ -50,6 +51,7 @@ def summary_line(result: Result) -> str:
             f"; {_x(t.get('speedup_vs_eager_b2b'))} vs eager, "
             f"{_x(t.get('speedup_vs_compile_b2b'))} vs torch.compile back to back"
         )
+        speed += f"; ranked by {RANK_FIGURES.get(result.ranked_by, result.ranked_by)}"
     return f"PASS: {speed}; max abs error {err:.2g}" if err is not None else f"PASS: {speed}"
 
 
@@ -83,10 +85,11 @@ def candidate_rows(result: Result) -> str:
             f"<td>{_x(t.get('speedup_vs_eager_b2b'))}</td><td>{_x(t.get('speedup_vs_compile_b2b'))}</td>"
             f"<td>{c.tokens}</td><td class='why'>{why}</td></tr>"
         )
+    ranks = {result.ranked_by: " (ranks)"}
     return (
         "<table><tr><th rowspan='2'>#</th><th rowspan='2'>round/sample</th>"
-        "<th rowspan='2'>verdict</th><th colspan='2'>one call (ranks)</th>"
-        "<th colspan='2'>back to back</th><th rowspan='2'>tokens</th>"
+        f"<th rowspan='2'>verdict</th><th colspan='2'>one call{ranks.get('call', '')}</th>"
+        f"<th colspan='2'>back to back{ranks.get('device', '')}</th><th rowspan='2'>tokens</th>"
         "<th rowspan='2'>first reason</th></tr>"
         "<tr><th>vs eager</th><th>vs compile</th><th>vs eager</th><th>vs compile</th></tr>"
         + "".join(rows)
