@@ -1,0 +1,175 @@
+"""Helpers shared by the commands: progress and warning lines, shared flags, options."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from .args import _one_line, _setting, _types
+
+_STARTED = time.perf_counter()
+
+
+def _progress(quiet: bool):
+    """Progress lines on stderr, each with the seconds since the command started."""
+
+    def emit(msg: str) -> None:
+        if not quiet:
+            print(
+                f"[autotriton {time.perf_counter() - _STARTED:5.1f}s] {msg}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    return emit
+
+
+def _warn(message: str) -> None:
+    """One warning line on stderr, shown even with -q (it is about the user's files or settings)."""
+    print(f"autotriton: warning: {_one_line(message)}", file=sys.stderr, flush=True)
+
+
+def _add_tune_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--tune",
+        action="store_true",
+        help="after a pass with timing, sweep the kernels' launch parameters (num_warps, "
+        "num_stages, BLOCK sizes written as numbers); every variant is verified in full",
+    )
+    p.add_argument(
+        "--tune-variants",
+        type=_types()["count"],
+        default=12,
+        metavar="N",
+        help="at most N one-parameter variants (default 12), then the improving ones together",
+    )
+
+
+def _add_verify_flags(p: argparse.ArgumentParser, seed: bool = True) -> None:
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where to run (default auto)")
+    p.add_argument(
+        "--trials",
+        type=_setting("verify", "trials"),
+        help="fresh input sets from get_inputs() (default 3)",
+    )
+    p.add_argument(
+        "--atol", type=_setting("verify", "atol"), help="absolute tolerance (default 1e-2)"
+    )
+    p.add_argument(
+        "--rtol", type=_setting("verify", "rtol"), help="relative tolerance (default 1e-2)"
+    )
+    p.add_argument(
+        "--allow-torch",
+        type=_setting("verify", "allow_torch"),
+        metavar="OPS",
+        help="comma-separated ATen ops forward may run in PyTorch (e.g. mm,addmm); "
+        "'all' allows any (default: none)",
+    )
+    p.add_argument(
+        "--shapes",
+        type=_setting("verify", "shapes"),
+        metavar="SETS",
+        help="also judge at other input shapes: one shape per tensor input, sets separated "
+        "by ';' (e.g. '33x257 33x257; 1x7 1x7'); values are drawn from the task's own inputs",
+    )
+    p.add_argument("--no-timing", action="store_true", help="skip the GPU timing")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail a candidate that is right on the task's inputs but wrong on inputs the "
+        "judge made (instead of the verdict 'conditional', exit 3)",
+    )
+    p.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run workers without the OS sandbox (generated code then runs with your privileges)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=_setting("verify", "timeout"),
+        help="seconds allowed per step before a worker is killed (default 120)",
+    )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="time the reference (eager and torch.compile) again instead of reusing its "
+        "timings from an earlier run on this GPU",
+    )
+    if seed:
+        p.add_argument(
+            "--seed",
+            type=_setting("verify", "seed"),
+            help="fix the input seeds (default: fresh each run)",
+        )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+
+
+def _options_default():
+    """Verify options from defaults, the config file and the environment (no flags)."""
+    from ..config import load
+    from ..verify import VerifyOptions
+
+    return load("verify", VerifyOptions())
+
+
+def _options(args: argparse.Namespace):
+    from ..config import load
+    from ..verify import VerifyOptions
+
+    o = load("verify", VerifyOptions())
+    for name in ("device", "trials", "atol", "rtol", "timeout", "seed"):
+        v = getattr(args, name, None)
+        if v is not None:
+            setattr(o, name, v)
+    if args.allow_torch is not None:
+        o.allow_torch = args.allow_torch
+    if args.shapes is not None:
+        o.shapes = args.shapes
+    if args.no_timing:
+        o.timing = False
+    if getattr(args, "no_sandbox", False):
+        o.sandbox = False
+    if getattr(args, "strict", False):
+        o.strict = True
+    if getattr(args, "no_cache", False):
+        o.reference_cache = False
+    return o  # every value was checked: flags by their types, the rest by config.check()
+
+
+def _model_options(args: argparse.Namespace):
+    from ..config import load
+    from ..model.registry import ModelOptions
+
+    o = load("model", ModelOptions())
+    if getattr(args, "model", None):
+        o.name = args.model
+    return o
+
+
+class _TokenProgress:
+    """Model loading and per-sample progress on stderr; the live token line only on a terminal."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.live = sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, e) -> None:
+        import time
+
+        if self.quiet:
+            return
+        if e.kind == "load":
+            print(f"[autotriton] {e.message}", file=sys.stderr, flush=True)
+        elif e.kind == "token" and self.live and time.monotonic() - self.last > 0.2:
+            self.last = time.monotonic()
+            who = "all samples" if e.sample < 0 else f"sample {e.sample + 1}"
+            line = f"[autotriton] {who}: {e.tokens} tokens, {e.tokens_per_s:.1f} tok/s"
+            print(f"\r\033[K{line}", end="", file=sys.stderr, flush=True)
+        elif e.kind == "done":
+            line = (
+                f"[autotriton] sample {e.sample + 1}: {e.tokens} tokens, "
+                f"{e.tokens_per_s:.1f} tok/s, {e.message}"
+            )
+            print(f"\r\033[K{line}" if self.live else line, file=sys.stderr, flush=True)

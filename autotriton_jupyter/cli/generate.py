@@ -1,0 +1,237 @@
+"""`autotriton generate` and `autotriton tritonize`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .args import EXIT_FAIL, EXIT_PASS, output_dir, output_file, source_file
+from .common import (
+    _add_tune_flags,
+    _add_verify_flags,
+    _model_options,
+    _options,
+    _progress,
+    _TokenProgress,
+)
+
+# Checks that need more than one argument, run by main() before the command does any work.
+
+
+def _check_generate(args: argparse.Namespace) -> None:
+    from ..generate import earlier_samples
+    from ..task import TaskError
+
+    out = args.output or f"autotriton-out/{Path(args.reference).stem}"
+    if not args.output:  # -o DIR was checked as it was parsed
+        try:
+            output_dir(out)
+        except argparse.ArgumentTypeError as e:
+            raise TaskError(
+                f"{str(e).rstrip('.')}; it is the default output folder: choose another with -o DIR."
+            ) from None
+    blocked = [p for p in earlier_samples(out) if not p.is_file()]
+    if blocked:
+        raise TaskError(
+            f"{blocked[0]} is not a file, so the sample cannot be written there (even with "
+            "--force); move it away or choose another folder with -o DIR."
+        )
+    found = [] if args.force else earlier_samples(out)
+    if found:
+        shown = ", ".join(p.name for p in found[:4]) + (", ..." if len(found) > 4 else "")
+        raise TaskError(
+            f"{out} already holds samples of an earlier run ({shown}); pass --force to "
+            "overwrite them, or choose another folder with -o DIR."
+        )
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from ..generate import generate_interruptibly, sample_record, write_samples
+    from ..model.generator import GenerationParams
+    from ..model.registry import load
+    from ..task import Task
+
+    task = Task.from_file(args.reference)
+    options = _model_options(args)
+    progress = _TokenProgress(args.quiet)
+    generator = load(options.name, options, on_event=progress)
+    params = GenerationParams(
+        max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p, seed=args.seed
+    )
+    samples, interrupted = generate_interruptibly(task, generator, args.n, params, progress)
+    out_dir = args.output or f"autotriton-out/{task.name}"
+    summary = write_samples(samples, out_dir, options.name)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "model": options.name,
+                    "summary": str(summary),
+                    "interrupted": interrupted,
+                    "samples": [sample_record(x) for x in samples],
+                }
+            )
+        )
+    else:
+        for x in samples:
+            c = x.completion
+            what = x.code_path or f"no candidate ({x.extraction.problem})"
+            print(
+                f"sample {c.sample + 1}: {c.tokens} tokens in {c.seconds:.1f} s "
+                f"({c.tokens_per_s:.1f} tok/s, {c.finish_reason}) -> {what}"
+            )
+        print(f"written to {out_dir} (summary.json)")
+    if interrupted:
+        print(
+            f"autotriton: interrupted; {len(samples)} finished samples were kept.", file=sys.stderr
+        )
+        return 130
+    return EXIT_PASS
+
+
+def cmd_tritonize(args: argparse.Namespace) -> int:
+    from ..config import TritonizeOptions
+    from ..model.generator import GenerationParams
+    from ..model.registry import load
+    from ..pipeline import tritonize
+    from ..store import Store
+    from ..task import Task
+    from ..verify.report import format_text
+
+    task = Task.from_file(args.reference)
+    options = _model_options(args)
+    verify = _options(args)
+    with Store(args.library) as store:  # before any work: a library that cannot take the results
+        store.writable()
+    progress = _TokenProgress(args.quiet)
+    generator = load(options.name, options, on_event=progress)
+    topts = TritonizeOptions(
+        n=args.n,
+        rounds=args.rounds,
+        verify=verify,
+        tune=args.tune,
+        tune_variants=args.tune_variants,
+        speed_rounds=args.speed_rounds,
+        params=GenerationParams(
+            max_tokens=args.max_tokens,
+            temperature=args.temperature,
+            top_p=args.top_p,
+            seed=args.seed,
+        ),
+    )
+    emit = _progress(args.quiet)
+
+    def on_event(e) -> None:
+        if e.kind == "token":
+            progress(e.data["event"])
+        elif e.kind in ("generating", "repairing", "verifying", "speeding", "tuning", "done"):
+            emit(e.message)
+        elif e.kind == "verified":
+            emit(f"round {e.round + 1} sample {e.sample + 1}: {e.message}")
+
+    from ..interrupt import run_interruptibly
+
+    result, interrupted = run_interruptibly(
+        lambda cancel: tritonize(task, generator, topts, on_event=on_event, cancel=cancel)
+    )
+    if interrupted:
+        print("autotriton: interrupted; the candidates that finished are kept.", file=sys.stderr)
+    with Store(args.library) as store:
+        store.save_result(task.name, task.source, result)
+    best = result.best
+    if args.output and best and best.code:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.output).write_text(best.code)
+    if args.json:
+        print(json.dumps(result.to_dict()))
+    else:
+        for c in result.candidates:
+            r = c.report
+            why = (
+                ""
+                if c.passed
+                else f" ({r.reasons[0]['check']}: {r.reasons[0]['message']})"
+                if r and r.reasons
+                else ""
+            )
+            tuned = f" (tuned: {c.tuned})" if c.tuned else ""
+            print(
+                f"round {c.round + 1} sample {c.sample + 1}{tuned}: {r.verdict if r else 'no code'}{why}"
+            )
+        if best and best.report:
+            print("\nbest candidate:\n" + format_text(best.report))
+            if args.output:
+                print(f"written to {args.output}")
+    return EXIT_PASS if best else EXIT_FAIL
+
+
+def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: Any) -> None:
+    """The `generate` and `tritonize` subcommands."""
+    g = sub.add_parser("generate", help="sample Triton rewrites of a task with the local model")
+    g.add_argument("reference", type=source_file, help="REF.py in the KernelBench format")
+    g.add_argument(
+        "--model",
+        type=T["name"],
+        help="autotriton (default), tiny, tiny-hf, a .gguf file, an HF folder, or openai:NAME",
+    )
+    g.add_argument("-n", type=T["samples"], default=run.n, help=f"number of samples (default {run.n})")
+    g.add_argument(
+        "--max-tokens",
+        type=T["tokens"],
+        default=sampling.max_tokens,
+        help=f"per sample (default {sampling.max_tokens})",
+    )
+    g.add_argument("--temperature", type=T["temperature"], default=sampling.temperature)
+    g.add_argument("--top-p", type=T["top_p"], default=sampling.top_p)
+    g.add_argument("--seed", type=T["seed"])
+    g.add_argument(
+        "-o",
+        "--output",
+        type=output_dir,
+        help="folder for completions and candidates (default autotriton-out/TASK)",
+    )
+    g.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite the samples of an earlier run in the output folder",
+    )
+    g.add_argument("--json", action="store_true")
+    g.add_argument("-q", "--quiet", action="store_true")
+    g.set_defaults(func=cmd_generate, precheck=_check_generate)
+
+    t = sub.add_parser("tritonize", help="generate, verify and rank Triton rewrites of a task")
+    t.add_argument("reference", type=source_file, help="REF.py in the KernelBench format")
+    t.add_argument("--model", type=T["name"])
+    t.add_argument("-n", type=T["samples"], default=run.n, help=f"samples (default {run.n})")
+    t.add_argument(
+        "--rounds",
+        type=T["rounds"],
+        default=run.rounds,
+        help=f"repair rounds after the first (default {run.rounds})",
+    )
+    t.add_argument("--max-tokens", type=T["tokens"], default=sampling.max_tokens)
+    t.add_argument("--temperature", type=T["temperature"], default=sampling.temperature)
+    t.add_argument("--top-p", type=T["top_p"], default=sampling.top_p)
+    t.add_argument("--seed", type=T["seed"])
+    t.add_argument("-o", "--output", type=output_file, help="write the best passing candidate here")
+    t.add_argument(
+        "--speed-rounds",
+        type=T["rounds"],
+        default=run.speed_rounds,
+        metavar="N",
+        help="while the best passing candidate is slower than torch.compile, send it back with "
+        f"its timing for a faster one, up to N times (default {run.speed_rounds}; needs a GPU)",
+    )
+    _add_tune_flags(t)
+    t.add_argument(
+        "--library",
+        type=output_file,
+        help="kernel library file (default: the user data directory)",
+    )
+    t.add_argument("--json", action="store_true")
+    _add_verify_flags(t, seed=False)
+    t.set_defaults(func=cmd_tritonize)

@@ -1,0 +1,237 @@
+"""`autotriton verify` and the `autotriton verifier` service commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .args import EXIT_CONDITIONAL, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, output_file, source_file
+from .common import _add_tune_flags, _add_verify_flags, _options, _progress, _warn
+
+# Checks that need more than one argument, run by main() before the command does any work.
+
+
+def _check_verify(args: argparse.Namespace) -> None:
+    from ..task import TaskError
+
+    if not args.tune and (args.tuned_out or args.tune_variants != 12):
+        args.tune = True  # asking where the tuned kernel goes, or how many variants, is asking to tune
+    if args.tuned_out and Path(args.tuned_out).resolve() in {
+        Path(args.candidate).resolve(), Path(args.reference).resolve()
+    }:
+        raise TaskError(
+            f"--tuned-out {args.tuned_out} is one of the files being verified; write the tuned "
+            "kernel to a new file."
+        )
+    if args.tune and args.device == "cpu":
+        _warn("--tune needs timing on a GPU: on the CPU the candidate is verified, not tuned.")
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from ..task import Candidate, Task, TaskError
+    from ..verify import format_text, service
+
+    task = Task.from_file(args.reference)
+    cand = Candidate.from_file(args.candidate)
+    options = _options(args)
+    progress = _progress(args.quiet)
+    report = None
+    remote = not args.local
+    if remote:  # a running `autotriton verifier` has its workers and references warm
+        try:
+            report = service.verify_remote(task, cand, options, progress)
+        except TaskError:  # the task (or the request) cannot work: the same answer here
+            raise
+        except (service.ServiceError, OSError, ValueError) as e:
+            _warn(f"the verifier service failed during this verify ({e}); verifying here instead")
+        except KeyboardInterrupt:
+            print(
+                "autotriton: interrupted; the verifier service still finishes this candidate "
+                "(its verdict is not shown; `autotriton verifier stop` ends the service).",
+                file=sys.stderr,
+            )
+            return 130
+    tuned = None
+    if report is not None:
+        if args.tune:
+            def remote_judge(cands: list) -> list:
+                out = []
+                for c in cands:
+                    r = service.verify_remote(task, c, options, progress)
+                    if r is None:
+                        raise service.ServiceError("the verifier service stopped during tuning")
+                    out.append(r)
+                return out
+
+            tuned = _tune(args, cand, report, remote_judge, progress)
+    else:
+        from ..verify import Verifier
+
+        with Verifier(options, on_event=progress) as v:
+            report = v.verify(task, cand)
+            if args.tune:
+                tuned = _tune(args, cand, report, lambda cands: v.verify_many(task, cands), progress)
+    if args.json:
+        got = json.loads(report.to_json())
+        if tuned is not None:
+            got["tuning"] = tuned.to_dict()
+        print(json.dumps(got))
+    else:
+        print(format_text(report))
+        if tuned is not None:
+            print(tuned.summary())
+    return {"pass": EXIT_PASS, "conditional": EXIT_CONDITIONAL}.get(report.verdict, EXIT_FAIL)
+
+
+def _tune(args: argparse.Namespace, cand: Any, report: Any, judge: Callable, progress: Callable) -> Any:
+    """The tuning pass over a verified candidate; --tuned-out gets the best variant's source."""
+    from ..files import write_whole
+    from ..tuning import tune
+    from ..verify.report import FAIL
+
+    tuned = tune(cand, report, judge, args.tune_variants, progress)
+    if tuned.suspect:
+        report.add("tuning_integrity", FAIL, tuned.suspect)
+        report.finish(args.strict)
+    if args.tuned_out and tuned.best is not None:
+        out = Path(args.tuned_out)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            write_whole(out, tuned.best.variant.source)
+        except OSError as e:
+            _warn(f"the tuned kernel could not be written to {out} ({e.strerror or e}); it is in the report")
+        else:
+            progress(f"tuning: the best variant was written to {args.tuned_out}")
+    elif args.tuned_out:
+        progress(f"tuning: no variant beat the original, so {args.tuned_out} was not written")
+    return tuned
+
+
+def _service_line(got: dict) -> str:
+    from ..verify import service
+
+    since = time.strftime("%H:%M", time.localtime(got.get("started", 0)))
+    active = got.get("active", 0)
+    return (
+        f"pid {got['pid']} on {got['device']}, sandbox {'on' if got['sandbox'] else 'off'}, "
+        f"since {since}; {'' if got.get('ready') else 'still starting its workers, '}"
+        f"{active} verif{'y' if active == 1 else 'ies'} running, references of "
+        f"{got.get('references', 0)} task(s) kept; stops after {got['idle_s'] / 60:g} min "
+        f"without a request, or on `autotriton verifier stop`; socket and log in {service.folder()}"
+    )
+
+
+def cmd_verifier(args: argparse.Namespace) -> int:
+    from ..verify import service
+
+    try:
+        if args.what == "start":
+            options = _options(args)
+            got = service.start(options, args.idle * 60.0, on_event=_progress(args.quiet))
+            if got.get("already"):
+                differs = service.mismatch(got, options)
+                if differs:
+                    print(
+                        f"autotriton: a verifier service already runs (pid {got['pid']}), but "
+                        f"{differs}; stop it first (`autotriton verifier stop`), then start again.",
+                        file=sys.stderr,
+                    )
+                    return EXIT_FAIL
+                print(f"a verifier service is already running: {_service_line(got)}")
+                if abs(got["idle_s"] - args.idle * 60.0) > 1e-6:
+                    print(
+                        f"(its idle limit stays {got['idle_s'] / 60:g} min; stop it and start "
+                        f"again for --idle {args.idle:g})"
+                    )
+            else:
+                print(f"verifier service ready: {_service_line(got)}")
+        elif args.what == "stop":
+            print(
+                "verifier service stopped (verifies under way were finished first)"
+                if service.stop()
+                else "no verifier service is running"
+            )
+        else:
+            got = service.status()
+            if got is None:
+                print(json.dumps({"running": False}) if args.json else "no verifier service is running")
+                return EXIT_FAIL
+            print(
+                json.dumps({"running": True, **got})
+                if args.json
+                else f"verifier service running: {_service_line(got)}"
+            )
+    except service.ServiceError as e:
+        print(f"autotriton: {e}", file=sys.stderr)
+        return EXIT_USAGE if e.usage else EXIT_FAIL
+    return EXIT_PASS
+
+
+def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: Any) -> None:
+    """The `verify` and `verifier` subcommands."""
+    v = sub.add_parser(
+        "verify",
+        help="judge a candidate ModelNew against a reference Model",
+        description="Exit status: 0 pass, 1 fail, 2 usage or input error, 3 conditional "
+        "(right on the task's own inputs, wrong on inputs the judge made).",
+    )
+    v.add_argument(
+        "reference", type=source_file, help="REF.py: Model, get_inputs(), get_init_inputs()"
+    )
+    v.add_argument("candidate", type=source_file, help="CAND.py: ModelNew with the same signature")
+    v.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    v.add_argument(
+        "--local",
+        action="store_true",
+        help="verify in this process even when an `autotriton verifier` service runs",
+    )
+    _add_tune_flags(v)
+    v.add_argument(
+        "--tuned-out", type=output_file, metavar="FILE", help="write the best verified variant here"
+    )
+    _add_verify_flags(v)
+    v.set_defaults(func=cmd_verify, precheck=_check_verify)
+
+    vs = sub.add_parser(
+        "verifier",
+        help="a warm verifier service that later `autotriton verify` calls use",
+        description="`start` keeps a verifier (its workers, and the references of recent "
+        "tasks) running in the background, so each `autotriton verify` skips its start-up. "
+        "It stops after --idle minutes without a request, or on `stop`.",
+    )
+    vsub = vs.add_subparsers(dest="what", required=True)
+    vstart = vsub.add_parser(
+        "start",
+        help="start the service on a device, sandboxed or not",
+        description="Each `autotriton verify` still chooses its own tolerances, trials, seed "
+        "and timing; the service is started for a device and a sandbox setting only. Exit "
+        "status 0 when a service is ready (started now, or already running with these "
+        "settings), 1 when one runs with other settings or it could not start, 2 when what "
+        "was asked cannot work here (--device cuda without a GPU).",
+    )
+    vstart.add_argument(
+        "--idle",
+        type=T["idle"],
+        default=30.0,
+        metavar="MINUTES",
+        help="minutes without a request before it stops (default 30)",
+    )
+    vstart.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where to run (default auto)")
+    vstart.add_argument(
+        "--no-sandbox", action="store_true", help="run its workers without the OS sandbox (trusted code only)"
+    )
+    vstart.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    vstart.set_defaults(func=cmd_verifier, allow_torch=None, shapes=None, no_timing=False)
+    vsub.add_parser(
+        "stop", help="stop it, once the verifies under way have finished (exit 0 either way)"
+    ).set_defaults(func=cmd_verifier)
+    vstatus = vsub.add_parser(
+        "status", help="say whether one runs: exit 0 when it does, 1 when none runs"
+    )
+    vstatus.add_argument("--json", action="store_true", help="print its status as one JSON object")
+    vstatus.set_defaults(func=cmd_verifier)
