@@ -128,12 +128,15 @@ def test_cli_tritonize_stores_candidates(tmp_path, corpus, capsys):
             str(lib),
             "--device",
             "cpu",
+            "--rank-by",
+            "call",
             "--json",
             "-q",
         ]
     )
     d = json.loads(capsys.readouterr().out)
     assert code in (0, 1) and len(d["candidates"]) == 1
+    assert d["ranked_by"] == "call" and d["adapter"] is None
     with Store(lib) as s:
         assert s.counts()["candidates"] == 1 and s.counts()["tasks"] == 1
 

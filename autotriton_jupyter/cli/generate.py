@@ -116,6 +116,7 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
         tune=args.tune,
         tune_variants=args.tune_variants,
         speed_rounds=args.speed_rounds,
+        rank_by=args.rank_by,
         params=GenerationParams(
             max_tokens=args.max_tokens,
             temperature=args.temperature,
@@ -225,6 +226,13 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
         metavar="N",
         help="while the best passing candidate is slower than torch.compile, send it back with "
         f"its timing for a faster one, up to N times (default {run.speed_rounds}; needs a GPU)",
+    )
+    t.add_argument(
+        "--rank-by",
+        choices=["device", "call"],
+        default=run.rank_by,
+        help="the speed figure that ranks candidates: device (calls back to back, what a kernel "
+        f"costs inside a model) or call (one call on an idle GPU, launch included; default {run.rank_by})",
     )
     _add_tune_flags(t)
     t.add_argument(

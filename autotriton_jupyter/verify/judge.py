@@ -14,13 +14,13 @@ import random
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..task import Candidate, Task, TaskError, arity, parse_source, signature
-from . import refcache, static, vary, wire
+from . import fingerprint, refcache, static, vary, wire
 from .checks import Comparison, compare, null_control
 from .options import VerifyOptions
 from .report import CONDITIONAL, FAIL, INCONCLUSIVE, PASS, Report
@@ -190,6 +190,29 @@ def _late_calls() -> int:
     adds hundreds more, audited at random.
     """
     return int(48 * (12.5 ** (secrets.randbelow(1 << 20) / (1 << 20))))
+
+
+def _check_kept(kept: Any, want: int) -> None:
+    """The worker's kept timed calls: as many as asked for, each a different call."""
+    if not isinstance(kept, list) or len(kept) != want:
+        raise ValueError(f"the worker kept {len(kept) if isinstance(kept, list) else '?'} timed calls, not {want}")
+    if len({k["call"] for k in kept}) != want:
+        raise ValueError("the worker kept one timed call twice")
+
+
+def _check_prints(t: dict[str, Any], positions: int) -> dict[int, list[int]]:
+    """The projections of every timed call, by call number: each call once, none missing."""
+    calls = t["warmup"] + t["reps"] + t.get("audited", 0) + 3 * t.get("b2b_calls", 0)
+    prints = {}
+    for call, position, pairs in t["prints"]:
+        if type(call) is not int or type(position) is not int or not 0 <= position < positions:
+            raise ValueError("a timed call's projection is numbered wrongly")
+        if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == fingerprint.STRIPES + 1 for p in pairs):
+            raise ValueError("a timed call's projection has the wrong shape")
+        prints[call] = [position, call]
+    if sorted(prints) != list(range(calls)):
+        raise ValueError(f"projections of {len(prints)} timed calls, not of all {calls}")
+    return prints
 
 
 def _start_cuda() -> None:
@@ -615,11 +638,18 @@ class Verifier:
         )
         w0 = time.perf_counter()
         w = None
+
+        def release() -> None:  # as soon as the worker is no longer needed (its GPU memory)
+            nonlocal w
+            if w is not None:
+                self.pool.release(w)
+                w = None
+
         try:
             w = self.pool.acquire()
             r.seconds["worker_wait"] = time.perf_counter() - w0
             r.seconds["worker_init"] = float((w.ready or {}).get("init_s", 0.0))
-            self._judge(ref, candidate, w, r, before_timing)
+            self._judge(ref, candidate, w, r, before_timing, release)
         except WorkerFailure as f:
             name = STEP_CHECKS.get(f.op, f.op or "runs") if f.kind == "error" else f.kind
             r.add(name, FAIL, f.message)
@@ -634,8 +664,7 @@ class Verifier:
                 f"{str(e)[:120]}); the candidate may have tampered with the judge.",
             )
         finally:
-            if w is not None:
-                self.pool.release(w)
+            release()
             if self.device == "cuda":  # the comparisons' blocks: this process keeps no GPU memory
                 _release_cuda_cache()
         if r.interpreted:
@@ -689,6 +718,7 @@ class Verifier:
         w: Worker,
         r: Report,
         before_timing: Callable[[Report], bool] | None = None,
+        release: Callable[[], None] = lambda: None,
     ) -> None:
         o = self.options
         seed = ref.seed
@@ -789,6 +819,7 @@ class Verifier:
         keep = max(1, min(3, PART_BYTES // max(1, out_bytes) - 2))  # outputs kept while timed
         self.on_event(f"{r.candidate}: timing (the GPU is held exclusively)")
         vary_seed = secrets.randbits(62)  # the timed calls' inputs: unknown to the candidate
+        projection_seed = secrets.randbits(62)  # the weights of every timed output's projection
         with self.pool.lock.exclusive():
             took("timing_wait")
             timed = w.call(
@@ -803,13 +834,45 @@ class Verifier:
                 budget_s=o.timing_budget_s,
                 keep=keep,
                 vary_seed=vary_seed,
+                projection_seed=projection_seed,
             )
         took("timing")
-        wants = self._varied_reference(ref, timed["kept"], vary_seed, out_bytes)
+        release()  # its reply holds everything: its memory is the reference's now
+        _check_kept(timed["kept"], keep + 1)
+        prints = _check_prints(timed["timing"], len(ref.timed))
+        # Which timed calls are checked is drawn now, after they all ran.
+        checks = secrets.SystemRandom().sample(sorted(prints), min(fingerprint.CHECKED, len(prints)))
+        wants = self._varied_reference(
+            ref, timed["kept"], vary_seed, out_bytes, [prints[c] for c in checks], projection_seed
+        )
         took("timing_reference")
         with self.pool.lock.shared():
-            self._timing(ref, rt, timed, wants, r)
+            self._timing(ref, rt, timed, wants, r, checks)
         took("timing_compare")
+
+    def _timed_problem(
+        self,
+        timed: dict[str, Any],
+        wants: tuple[list[Any], list[Any]],
+        checks: Sequence[int],
+        t: dict[str, Any],
+    ) -> str | None:
+        """What was wrong with the timed calls' outputs: the kept ones compared in full, the
+        projections of the `checks` calls against the reference's; None when nothing."""
+        outputs, projections = wants
+        for k, want in zip(timed["kept"], outputs):
+            if not self._compare(k["outputs"], want, quick=True).ok:
+                c = self._compare(k["outputs"], want)  # for its message
+                return f"An output produced while timing was wrong: {c.message}"
+        got = {call: pairs for call, _, pairs in t["prints"]}
+        for call, want in zip(checks, projections):
+            why = fingerprint.agrees(got[call], want)
+            if why is not None:
+                return (
+                    f"Timed call {call + 1} of {len(got)} returned a wrong output ({why}; "
+                    f"{len(checks)} timed calls drawn at random afterwards were checked)"
+                )
+        return None
 
     def _timed_inputs_varied(self, ref: Reference) -> bool:
         """Whether any timed set has a tensor that timing varies between calls."""
@@ -818,10 +881,17 @@ class Verifier:
         return ref.timed_varied
 
     def _varied_reference(
-        self, ref: Reference, kept: list[dict], seed: int, out_bytes: int
-    ) -> list[Any] | str:
-        """The reference's outputs on the inputs the kept timed calls saw (vary.py), made
-        again in its own worker from the seed; or why it could not give them."""
+        self,
+        ref: Reference,
+        kept: list[dict],
+        seed: int,
+        out_bytes: int,
+        checks: list[list[int]],
+        projection_seed: int,
+    ) -> tuple[list[Any], list[Any]] | str:
+        """The reference on the inputs timed calls saw (vary.py), made again in its own
+        worker from the seed: the kept calls' outputs, and the projections of the `checks`
+        calls ([position, call] each); or why it could not give them."""
         calls = []
         for k in kept:
             position, call = k["position"], k["call"]
@@ -844,12 +914,16 @@ class Verifier:
                     sets=[ref.sets[i]["worker_index"] for i in ref.timed],
                     seed=seed,
                     calls=calls,
+                    checks=checks,
+                    projection_seed=projection_seed,
+                    atol=self.options.atol,
+                    rtol=self.options.rtol,
                 )
         except WorkerFailure as f:
             return f.message
-        if len(got["outputs"]) != len(calls):
+        if len(got["outputs"]) != len(calls) or len(got["prints"]) != len(checks):
             return "the reference's worker returned too few outputs"
-        return got["outputs"]
+        return got["outputs"], got["prints"]
 
     def _run_plan(self, ref: Reference, w: Worker, plan: list[dict], r: Report) -> dict[str, Any]:
         """Run the plan in the candidate's worker, in parts when inputs and outputs are large.
@@ -1176,38 +1250,42 @@ class Verifier:
         ref: Reference,
         rt: dict[str, Any],
         timed: dict[str, Any],
-        wants: list[Any] | str,
+        wants: tuple[list[Any], list[Any]] | str,
         r: Report,
+        checks: Sequence[int] = (),
     ) -> None:
         t = timed["timing"]
         self._tampering(timed["tampered"], r)
+        inputs = (
+            f"the timed calls' inputs are the task's own, each float scaled by factors in "
+            f"[{vary.LOW}, {vary.HIGH}) drawn anew for every call"
+        )
+        trusted = True  # whether the figures may be shown
         if isinstance(wants, str):
-            # The reference could not run on the varied inputs: no fault of the candidate,
-            # but its figures cannot be trusted either (its timed outputs went unchecked).
-            r.add(
-                "timed_outputs",
-                INCONCLUSIVE,
-                "The outputs kept while timing could not be checked: the reference failed on "
-                f"the timed calls' inputs (the task's own, each float scaled by factors in "
-                f"[{vary.LOW}, {vary.HIGH})): {wants}",
+            # The reference could not run on the varied inputs (a domain it needs, its
+            # worker gone, its memory): no fault of the candidate, and no check of its
+            # timed outputs either, so no figures.
+            trusted = False
+            r.notes.append(
+                f"no speed figures: the reference could not run on the timed calls' inputs "
+                f"({inputs}), so the outputs of the timed calls went unchecked: {wants}"
             )
-            r.notes.append("no speed figures: the timed calls' outputs could not be checked")
-            return
-        for k, want in zip(timed["kept"], wants):
-            c = self._compare(k["outputs"], want, quick=True)
-            if not c.ok:
-                c = self._compare(k["outputs"], want)  # for its message
+        else:
+            problem = self._timed_problem(timed, wants, checks, t)
+            if problem is None:
+                r.add("timed_outputs", PASS)
+            elif any(c.name == "judge_inputs" and c.status == CONDITIONAL for c in r.checks):
+                # Already wrong on inputs the judge made: wrong on these too, as expected
+                # of a kernel that relies on a pattern of the task's inputs.
+                trusted = False
+                r.notes.append(f"no speed figures: {problem[0].lower()}{problem[1:]} ({inputs})")
+            else:
                 r.add(
                     "timed_outputs",
                     FAIL,
-                    f"An output produced while timing was wrong: {c.message} (the timed calls' "
-                    f"inputs are the task's own, each float scaled by factors in [{vary.LOW}, "
-                    f"{vary.HIGH}) drawn anew for every call); the candidate behaves "
-                    "differently when timed, or returns outputs it kept from earlier calls.",
+                    f"{problem} ({inputs}); the candidate behaves differently when timed, or "
+                    "returns outputs it kept from earlier calls.",
                 )
-                break
-        else:
-            r.add("timed_outputs", PASS)
         if not self._timed_inputs_varied(ref):
             r.notes.append(
                 "the timed calls all saw the same few input sets (the task's inputs have no "
@@ -1250,6 +1328,8 @@ class Verifier:
             )
         else:
             r.add("timing_integrity", PASS)
+        if not trusted:
+            return
         eager, comp = rt.get("eager_ms"), rt.get("compile_ms")
         b2b = _number(t.get("b2b_ms"))
         eager_b2b, comp_b2b = _number(rt.get("eager_b2b_ms")), _number(rt.get("compile_b2b_ms"))

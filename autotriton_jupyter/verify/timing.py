@@ -12,9 +12,9 @@ That is the latency of one call on an idle GPU: for a small kernel it is mostly 
 launch (Triton's Python launch path, or PyTorch's dispatcher). Inside a model, calls
 follow one another without waiting, and what a kernel costs there is its device time.
 So a second figure times calls back to back: the same refills, no flush and no
-synchronisation between calls, one pair of events around them all, and the refills
-alone timed the same way and taken off. Per call it is the device's time when the GPU
-is the bottleneck, and the host's launch cost when the host is (a launch-bound task).
+synchronisation between calls, a pair of events around each call. Per call it is the
+device's time when the GPU is the bottleneck, and the host's launch cost when the host
+is (a launch-bound task).
 """
 
 from __future__ import annotations
@@ -80,6 +80,7 @@ def bench(
     after: Callable[[Any, Any], None] | None = None,
     back_to_back: bool = False,
     vary: Variation | None = None,
+    check: Callable[[int, int, Any], None] | None = None,
 ) -> dict[str, Any]:
     """Time fn(*buffers) on CUDA; returns the median and quartiles in ms and the kept outputs.
 
@@ -90,7 +91,8 @@ def bench(
     With `back_to_back`, the result also has `b2b_ms` (per call, calls in a row; see the
     module's docstring), and one of those calls' outputs is among the kept ones. With
     `vary`, every refill is varied for its call's number; kept outputs are (set index,
-    call number, outputs), so the judge can make the same inputs again.
+    call number, outputs), so the judge can make the same inputs again. `check(call
+    number, set index, output)` sees every call's output, outside the timed window.
     """
     rng = rng or random.Random()
     numbers = itertools.count()
@@ -113,6 +115,8 @@ def bench(
             after(buffers, out)
         if between is not None:
             between()
+        if check is not None:
+            check(call, k % len(sets), out)
         return (start.elapsed_time(end) if timed else 0.0), wall, call, out
 
     # Warm-up: compile and settle; the count varies so a call counter cannot know when timing starts.
@@ -146,7 +150,9 @@ def bench(
     b2b: dict[str, Any] = {}
     if back_to_back:  # as many calls as the budget allows, and at least two, whatever the reps
         calls = max(2, min(reps, int(budget_s * 1e3 / per_call)))
-        b2b = _back_to_back(fn, buffers, sets, calls, rng, audit, between, after, vary, numbers)
+        b2b = _back_to_back(
+            fn, buffers, sets, calls, rng, audit, between, after, vary, numbers, check
+        )
         kept.append(b2b.pop("kept"))
     return {
         **b2b,
@@ -173,75 +179,56 @@ def _back_to_back(
     after: Callable[[Any, Any], None] | None,
     vary: Variation | None = None,
     numbers: Iterator[int] | None = None,
+    check: Callable[[int, int, Any], None] | None = None,
     rounds: int = 3,
 ) -> dict[str, Any]:
-    """Per-call time of `calls` calls in a row (the median of `rounds` such runs), the
-    refills' own cost taken off; the wall time per call, synchronised once at the end; and
-    one call's output, kept for the judge. A call that could tell it runs in a row (work
-    still pending on the stream) is audited and checked like the others: a few calls at
-    random run under the audit, and which output is kept is drawn at random too.
+    """Per-call time of `calls` calls in a row (the median of `rounds` such rows); the wall
+    time per call, synchronised once at the end; and one call's output, kept for the judge.
 
-    The refills' cost taken off depends on what set the pace: when the GPU finished about
-    when the host had queued the last call (launch-bound), the host's time to queue the
-    refills alone; when the GPU was still busy long after (device-bound), their device
-    time, timed while the GPU sleeps so that the host's pace does not count."""
+    Each call has its own pair of events, recorded just before and just after it, with no
+    synchronisation in the row: a call's span is its device time when the GPU is the
+    bottleneck (it starts as soon as the previous work is done) and its host time when the
+    host is (the GPU waits for its launches), never less than either. The refills and the
+    judge's checks between calls fall outside every span, so nothing is subtracted.
+    A call that could tell it runs in a row (work still pending on the stream) is audited
+    and checked like the others: a few calls at random run under the audit, and which
+    output is kept is drawn at random too."""
     numbers = numbers if numbers is not None else itertools.count()
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
     keep_round, keep_at = rng.randrange(rounds), rng.randrange(calls)
     kept: list[Any] = []
-    tensors = sum(isinstance(b, torch.Tensor) for b in buffers)
-    launches = max(1, tensors) + (
-        max(vary.launches(k, buffers) for k in range(len(sets))) if vary is not None else 0
-    )
 
-    def refills_alone(sleep: bool) -> tuple[float, float]:
-        torch.cuda.synchronize()
-        if sleep:
-            # The GPU sleeps while the host queues every refill, so the events below time
-            # the refills' device work, not the host's pace in queueing them.
-            torch.cuda._sleep(calls * launches * 40_000)  # ~20 us a launch to queue
-        w0 = time.perf_counter()
-        start.record()
-        for k in range(calls):
-            _refill(buffers, sets, k, vary, numbers)
-        host = time.perf_counter() - w0
-        end.record()
-        torch.cuda.synchronize()
-        return start.elapsed_time(end), host * 1e3
-
-    def with_calls(r: int) -> tuple[float, float, float]:
+    def row(r: int) -> tuple[float, float]:
         audit_at = set(rng.sample(range(calls), min(2, calls))) if audit else set()
         torch.cuda.synchronize()
         w0 = time.perf_counter()
-        start.record()
         for k in range(calls):
             call = _refill(buffers, sets, k, vary, numbers)
+            starts[k].record()
             with audit() if k in audit_at and audit is not None else contextlib.nullcontext():
                 out = fn(*buffers)
-            # The judge's own per-call checks stay out of the window where they can: the
-            # full scrub runs on the kept call and the last one (no tensor method of
-            # the judge's touches the others' outputs).
+            ends[k].record()
+            # The judge's own per-call checks: the full scrub on the kept call and the last
+            # one (no tensor method of the judge's touches the others' outputs).
             if after is not None and (k == calls - 1 or (r == keep_round and k == keep_at)):
                 after(buffers, out)
             if between is not None:
                 between()
+            if check is not None:
+                check(call, k % len(sets), out)
             if r == keep_round and k == keep_at:
                 kept.append((k % len(sets), call, _clone_outputs(out)))
             del out
-        end.record()
-        queued = (time.perf_counter() - w0) * 1e3
         torch.cuda.synchronize()
-        return start.elapsed_time(end), queued, (time.perf_counter() - w0) * 1e3
+        wall = (time.perf_counter() - w0) * 1e3
+        return sum(s.elapsed_time(e) for s, e in zip(starts, ends)) / calls, wall / calls
 
     per_call, walls = [], []
     for r in range(rounds):
-        device, _ = refills_alone(sleep=True)
-        _, host = refills_alone(sleep=False)
-        total, queued, wall = with_calls(r)
-        launch_bound = total <= 1.05 * queued
-        per_call.append(max(0.0, total - (host if launch_bound else device)) / calls)
-        walls.append(wall / calls)
+        spans, wall = row(r)
+        per_call.append(spans)
+        walls.append(wall)
     return {
         "b2b_ms": statistics.median(per_call),
         "b2b_spread_ms": max(per_call) - min(per_call),

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 LOW, HIGH = 0.5, 1.0
-PERIOD = 1 << 22  # factors drawn per call; a longer flat tensor repeats them (bounded memory)
+PERIOD = 1 << 22  # factors drawn per launch: a longer tensor takes several (bounded memory)
 
 # Looked up once: a candidate that replaces torch's methods is caught by the snapshot,
 # and these keep working for the judge's own use meanwhile.
@@ -65,7 +65,8 @@ class Variation:
     def launches(self, set_index: int, buffers: Sequence[Any]) -> int:
         """About how many device launches apply() queues for this set (to pace a timer)."""
         return sum(
-            2 + -(-buffers[p].numel() // PERIOD) for p in self.positions[set_index % len(self.positions)]
+            1 + 2 * -(-buffers[p].numel() // PERIOD)
+            for p in self.positions[set_index % len(self.positions)]
         )
 
     def apply(self, buffers: Sequence[Any], set_index: int, call: int) -> None:
@@ -75,13 +76,15 @@ class Variation:
             noise = self._noise(b.device, min(n, PERIOD))
             g = torch.Generator(device=b.device)
             g.manual_seed(_seed(self.seed, call, p))
-            _uniform(noise, LOW, HIGH, generator=g)
             # Factors follow the elements' logical order, whatever the layout: the
             # reference's copy of a set may be laid out otherwise than the candidate's.
             contiguous = b.is_contiguous()
             flat = b.view(-1) if contiguous else b.reshape(-1)
             for start in range(0, n, PERIOD):
+                # New factors for every chunk (the generator moves on): none repeats, so
+                # no statistic of the base set rebuilds a varied call's output.
                 end = min(n, start + PERIOD)
+                _uniform(noise, LOW, HIGH, generator=g)
                 _mul(flat[start:end], noise[: end - start])
             if not contiguous:
                 _copy(b, flat.view(b.shape))

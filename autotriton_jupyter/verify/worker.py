@@ -22,7 +22,7 @@ from typing import Any
 import torch
 import triton  # noqa: F401  (imported here so the fork server preloads it)
 
-from . import probes, timing, vary, wire
+from . import fingerprint, probes, timing, vary, wire
 from .shapes import ShapeError, reshape_inputs
 
 CANDIDATE_MODULE = "autotriton_candidate"
@@ -390,18 +390,23 @@ class Worker:
         return result
 
     def op_varied_outputs(self, msg: dict) -> dict:
-        """The reference's outputs on the inputs numbered timed calls of a candidate saw:
-        each an input set of `sets` (by position) varied for its call's number."""
+        """The reference on the inputs numbered timed calls of a candidate saw (each an
+        input set of `sets`, by position, varied for its call's number): the outputs of
+        `calls`, and the projections (fingerprint.py) of `checks`."""
         sets = [self.sets[i] for i in msg["sets"]]
         variation = vary.Variation(msg["seed"], sets)
-        outputs = []
+        projection = fingerprint.Projection(msg.get("projection_seed", 0))
+        outputs, prints = [], []
         with torch.no_grad():
             for position, call in msg["calls"]:
                 inputs = vary.varied_copy(sets[position], variation, position, call)
                 outputs.append(self.model(*inputs))
+            for position, call in msg.get("checks", []):
+                inputs = vary.varied_copy(sets[position], variation, position, call)
+                prints.append(projection.reference(self.model(*inputs), msg["atol"], msg["rtol"]))
         if self.device == "cuda":
             torch.cuda.synchronize()
-        return {"outputs": outputs}
+        return {"outputs": outputs, "prints": prints}
 
     # candidate ------------------------------------------------------------------
     def op_load_candidate(self, msg: dict) -> dict:
@@ -693,6 +698,15 @@ class Worker:
         # Every timed call sees inputs no other call saw, varied from the judge's secret
         # seed (vary.py), so a cache of outputs keyed by the inputs' values never hits.
         variation = vary.Variation(msg["vary_seed"], sets) if "vary_seed" in msg else None
+        # And every timed call's output is projected (fingerprint.py) for the judge to check
+        # calls of its choosing against the reference afterwards.
+        projection = fingerprint.Projection(msg["projection_seed"]) if "projection_seed" in msg else None
+        prints: list[tuple[int, int, list[torch.Tensor]]] = []
+
+        def check(call: int, position: int, out: Any) -> None:
+            if projection is not None:
+                prints.append((call, position, projection.take(out)))
+
         probe.reset()
         probe.recording = True
         try:
@@ -710,9 +724,11 @@ class Worker:
                     after=self._scrub,
                     back_to_back=True,
                     vary=variation,
+                    check=check,
                 )
         finally:
             probe.recording = False
+        r["prints"] = [[call, position, [p.tolist() for p in pairs]] for call, position, pairs in prints]
         kept = [
             {"set": msg["sets"][k], "position": k, "call": call, "outputs": out}
             for k, call, out in r.pop("kept")

@@ -163,3 +163,71 @@ def test_the_reference_remakes_a_timed_calls_inputs_exactly():
         assert torch.equal(out, again[0] * 2)
         assert torch.equal(again[1], sets[position][1])  # whole numbers: left alone
     assert len({t.sum().item() for t in seen}) == len(seen)  # no two calls saw the same values
+
+
+ADD_RELU = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, y):
+        return torch.relu(x + y)
+
+
+def get_inputs():
+    return [torch.randn(2048, 4099), torch.randn(2048, 4099)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+SKIPPER = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_relu_or_skip(x_ptr, y_ptr, out_ptr, count_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    c = tl.load(count_ptr)
+    if (c > 700) & (c % 2 == 1):  # past every call the judge checks in full: skip every other
+        tl.store(out_ptr + offs, tl.zeros([BLOCK], dtype=tl.float32), mask=mask)
+    else:
+        x = tl.load(x_ptr + offs, mask=mask)
+        y = tl.load(y_ptr + offs, mask=mask)
+        tl.store(out_ptr + offs, tl.maximum(x + y, 0.0), mask=mask)
+
+
+@triton.jit
+def bump(count_ptr):
+    tl.store(count_ptr, tl.load(count_ptr) + 1)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", torch.zeros(1, dtype=torch.int64), persistent=False)
+
+    def forward(self, x, y):
+        out = torch.empty_like(x)
+        n = x.numel()
+        add_relu_or_skip[(triton.cdiv(n, 1024),)](x, y, out, self.count, n, BLOCK=1024)
+        bump[(1,)](self.count)
+        return out
+"""
+
+
+def test_a_kernel_that_skips_work_on_half_the_timed_calls_fails():
+    """Only a few timed outputs are kept whole; the projections of 16 more, drawn after the
+    timing, catch a kernel that returns zeros on every other timed call."""
+    task = Task.from_source(ADD_RELU, "add_relu_2048")
+    with Verifier(VerifyOptions(device="cuda", seed=8)) as v:
+        r = v.verify(task, Candidate(SKIPPER, "skipper"))
+    print(r.verdict, r.reasons)
+    assert r.verdict == "fail"
+    assert any(x["check"] == "timed_outputs" for x in r.reasons), r.reasons

@@ -1,0 +1,57 @@
+"""Projections of timed outputs (verify/fingerprint.py), on the CPU: an output within
+tolerance agrees with the reference's projection, and garbage, zeros, stale outputs, a
+different NaN pattern or a tensor subclass do not."""
+
+from __future__ import annotations
+
+import torch
+
+from autotriton_jupyter.verify import fingerprint
+
+ATOL = RTOL = 1e-2
+
+
+def _check(out, ref, seed=7):
+    p = fingerprint.Projection(seed)
+    got = [t.tolist() for t in p.take(out)]
+    return fingerprint.agrees(got, fingerprint.Projection(seed).reference(ref, ATOL, RTOL))
+
+
+def test_an_output_within_tolerance_agrees_and_garbage_does_not():
+    g = torch.Generator().manual_seed(0)
+    ref = torch.randn(300, 257, generator=g)
+    for _ in range(20):  # the worst honest error: every element at its tolerance, random sign
+        sign = torch.randint(0, 2, ref.shape, generator=g) * 2 - 1
+        assert _check(ref + sign * (ATOL + RTOL * ref.abs()), ref) is None
+    assert "projection" in _check(torch.zeros_like(ref), ref)
+    assert "projection" in _check(torch.randn(ref.shape, generator=g), ref)  # a stale output
+    half = ref.clone()
+    half[:150] = 0  # work skipped on half the rows
+    assert "projection" in _check(half, ref)
+
+
+def test_nan_and_inf_must_sit_where_the_reference_has_them():
+    ref = torch.randn(64)
+    ref[3], ref[9] = float("nan"), float("inf")
+    assert _check(ref.clone(), ref) is None
+    moved = ref.clone()
+    moved[3], moved[4] = 0.5, float("nan")
+    assert "NaN or inf" in _check(moved, ref)
+
+
+def test_tuples_subclasses_and_layouts():
+    a, b = torch.randn(8, 16), torch.randn(5)
+    assert _check((a.t().contiguous().t(), b), (a, b)) is None  # the layout does not matter
+    assert "1 output tensors where the reference has 2" in fingerprint.agrees([[0.0] * 17], fingerprint.Projection(1).reference((a, b), ATOL, RTOL))
+
+    class Sneaky(torch.Tensor):
+        pass
+
+    assert "not a number" in _check(a.as_subclass(Sneaky), a)
+
+
+def test_the_weights_are_secret_and_repeatable():
+    x = torch.randn(1000)
+    one = fingerprint.Projection(1).take(x)[0]
+    assert torch.equal(one, fingerprint.Projection(1).take(x)[0])
+    assert not torch.equal(one, fingerprint.Projection(2).take(x)[0])
