@@ -1350,7 +1350,7 @@ class Verifier:
             "compile_b2b_ms": comp_b2b,
             "speedup_vs_eager_b2b": eager_b2b / b2b if eager_b2b and b2b else None,
             "speedup_vs_compile_b2b": comp_b2b / b2b if comp_b2b and b2b else None,
-            "b2b_method": "CUDA events around calls in a row (refills timed alone and taken off), median of 3",
+            "b2b_method": "CUDA events around each of the calls in a row, median of 3 rows",
         }
         if b2b and cand > 2 * b2b:
             r.notes.append(
