@@ -16,6 +16,7 @@ def test_the_reference_worker_answers_for_varied_timed_calls(corpus):
     task = Task.from_file(corpus / "softmax" / "task.py")
     with Verifier(VerifyOptions(device="cpu", seed=3, timing=False)) as v:
         ref = v.prepare(task)
+        assert v._vary_mode(ref) == "elements"  # asked of the reference's worker, once
         sets = [ref.sets[i]["inputs"] for i in ref.timed]
         got = ref.worker.call(
             "varied_outputs",

@@ -66,7 +66,40 @@ def test_long_tensors_never_repeat_their_factors_and_low_precision_is_scaled_in_
     v = vary.Variation(1, [[x]])
     r = (vary.varied_copy([x], v, 0, 0)[0] / x).view(4, 16)
     assert all(not torch.allclose(r[0], r[k]) for k in range(1, 4))
-    assert v.launches(0, [x]) == 1 + 2 * 4
     h = torch.randn(50, dtype=torch.bfloat16)
     y = vary.varied_copy([h], vary.Variation(1, [[h]]), 0, 0)[0]
     assert y.dtype == torch.bfloat16 and not torch.equal(h, y)
+
+
+def test_the_reference_decides_how_inputs_can_be_varied():
+    g = torch.Generator().manual_seed(1)
+
+    def softmax(x):
+        return torch.softmax(x, dim=-1)
+
+    def cholesky(a):  # needs a symmetric positive definite matrix: scaling it whole keeps one
+        return torch.linalg.cholesky(a)
+
+    def log_det(a):  # NaN once a is no longer positive definite
+        return torch.logdet(a)
+
+    def picky(x):
+        if not torch.equal(x, base):
+            raise ValueError("only the one input")
+        return x
+
+    x = torch.randn(64, 64, generator=g)
+    low = torch.randn(64, 32, generator=g, dtype=torch.float64)
+    spd = low @ low.T / 32 + 1e-3 * torch.eye(64, dtype=torch.float64)  # barely definite
+    base = torch.randn(8, generator=g)
+    assert vary.probe_modes(softmax, [x], softmax(x), 1) == "elements"
+    assert vary.probe_modes(cholesky, [spd], cholesky(spd), 1) == "tensor"
+    assert vary.probe_modes(log_det, [spd], log_det(spd), 1) == "tensor"
+    assert vary.probe_modes(picky, [base], picky(base), 1) == "none"
+    whole = torch.randint(0, 5, (8,))
+    assert vary.probe_modes(lambda i: i * 2, [whole], whole * 2, 1) == "none"
+    # One factor per tensor: the same for every element, new for every call.
+    v = vary.Variation(3, [[spd]], "tensor")
+    a, b = (vary.varied_copy([spd], v, 0, c)[0] / spd for c in (0, 1))
+    assert torch.allclose(a, a[0, 0]) and not torch.allclose(a, b)
+    assert vary.LOW <= float(a[0, 0]) < vary.HIGH

@@ -71,7 +71,7 @@ class Reference:
     # The sets at the task's own shapes: timing refills one buffer with each in turn.
     own_shape: list[int] = field(default_factory=list)
     timed: list[int] = field(default_factory=list)
-    timed_varied: bool | None = None  # whether timing can vary the timed sets (vary.py)
+    vary_mode: str | None = None  # how timing varies the timed sets (vary.MODES), once probed
     lock: threading.Lock = field(default_factory=threading.Lock)
     # Input sets encoded once into sealed memory files, by (first, end) set index: every
     # candidate's worker is handed the same files, which none of them can change.
@@ -551,6 +551,7 @@ class Verifier:
                     machine=ref.machine,
                     device=self.device,
                     budget=o.timing_budget_s,
+                    vary=ref.vary_mode,
                     version=3,  # 2: with the back-to-back figures; 3: inputs varied per call
                 )
                 cache = refcache.ReferenceTimings() if o.reference_cache else None
@@ -567,6 +568,7 @@ class Verifier:
                         sets=[ref.sets[i]["worker_index"] for i in ref.timed],
                         seed=ref.seed,
                         budget_s=o.timing_budget_s,
+                        vary_mode=ref.vary_mode or "elements",
                     )
                 if cache is not None and ref.machine:
                     cache.put(k, ref.timing)
@@ -814,6 +816,7 @@ class Verifier:
             r.notes.append("timing was skipped: the run was interrupted")
             return
         step = time.perf_counter()
+        mode = self._vary_mode(ref)
         rt = self._reference_timing(ref)
         took("reference_timing")
         keep = max(1, min(3, PART_BYTES // max(1, out_bytes) - 2))  # outputs kept while timed
@@ -834,6 +837,7 @@ class Verifier:
                 budget_s=o.timing_budget_s,
                 keep=keep,
                 vary_seed=vary_seed,
+                vary_mode=mode,
                 projection_seed=projection_seed,
             )
         took("timing")
@@ -874,11 +878,25 @@ class Verifier:
                 )
         return None
 
-    def _timed_inputs_varied(self, ref: Reference) -> bool:
-        """Whether any timed set has a tensor that timing varies between calls."""
-        if ref.timed_varied is None:
-            ref.timed_varied = any(vary.varied_positions(ref.sets[i]["inputs"]) for i in ref.timed)
-        return ref.timed_varied
+    def _vary_mode(self, ref: Reference) -> str:
+        """How the timed calls' inputs are varied for this task: asked of the reference once
+        (the first of vary.MODES it takes without new NaN or inf)."""
+        with ref.lock:
+            if ref.vary_mode is None:
+                if not any(vary.varied_positions(ref.sets[i]["inputs"]) for i in ref.timed):
+                    ref.vary_mode = "none"
+                else:
+                    with self.pool.lock.shared():
+                        got = ref.worker.call(
+                            "probe_vary",
+                            self.options.timeout,
+                            "The reference, on varied inputs",
+                            set=ref.sets[ref.timed[0]]["worker_index"],
+                            seed=secrets.randbits(62),
+                        )
+                    mode = got.get("mode")
+                    ref.vary_mode = mode if mode in vary.MODES else "none"
+            return ref.vary_mode
 
     def _varied_reference(
         self,
@@ -913,6 +931,7 @@ class Verifier:
                     max_reply=_REPLY_SLACK + 2 * out_bytes * len(calls),
                     sets=[ref.sets[i]["worker_index"] for i in ref.timed],
                     seed=seed,
+                    vary_mode=ref.vary_mode or "elements",
                     calls=calls,
                     checks=checks,
                     projection_seed=projection_seed,
@@ -1286,11 +1305,17 @@ class Verifier:
                     f"{problem} ({inputs}); the candidate behaves differently when timed, or "
                     "returns outputs it kept from earlier calls.",
                 )
-        if not self._timed_inputs_varied(ref):
+        if ref.vary_mode == "none":
             r.notes.append(
                 "the timed calls all saw the same few input sets (the task's inputs have no "
-                "float tensor with fractional values to vary), so a kernel that keeps its "
-                "outputs by input value would time as fast as a copy"
+                "float tensor with fractional values, or the reference takes none varied), so "
+                "a kernel that keeps its outputs by input value would time as fast as a copy"
+            )
+        elif ref.vary_mode == "tensor":
+            r.notes.append(
+                "the timed calls' inputs were varied by one factor per tensor (the reference "
+                "takes no inputs varied element by element): a kernel whose output scales with "
+                "its input could rescale an output it kept"
             )
         during = "while timed"
         if t.get("calls_without_launch"):

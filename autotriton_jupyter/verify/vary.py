@@ -17,6 +17,7 @@ and boolean ones: they often carry structure that scaling would break.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,12 +28,13 @@ PERIOD = 1 << 22  # factors drawn per launch: a longer tensor takes several (bou
 
 # Looked up once: a candidate that replaces torch's methods is caught by the snapshot,
 # and these keep working for the judge's own use meanwhile.
-_mul, _uniform, _copy, _equal, _round = (
+_mul, _uniform, _copy, _equal, _round, _isfinite = (
     torch.Tensor.mul_,
     torch.Tensor.uniform_,
     torch.Tensor.copy_,
     torch.equal,
     torch.round,
+    torch.isfinite,
 )
 
 
@@ -50,28 +52,35 @@ def _seed(seed: int, call: int, position: int) -> int:
     return (seed * 1_000_003 + call * 8191 + position) % (1 << 63)
 
 
+# How inputs are varied, most thorough first: each element by its own factor; each tensor
+# by one factor (keeps symmetry, order, definiteness, but a kernel whose output scales
+# with its input could rescale a kept one); not at all. The reference's task decides
+# (probe_modes): the first mode the reference runs on, with no new NaN or inf.
+MODES = ("elements", "tensor", "none")
+
+
 class Variation:
     """Varies buffers in place for a numbered call; the same numbers give the same values."""
 
-    def __init__(self, seed: int, sets: Sequence[Sequence[Any]]) -> None:
+    def __init__(self, seed: int, sets: Sequence[Sequence[Any]], mode: str = "elements") -> None:
+        if mode not in MODES:
+            raise ValueError(f"no such way to vary inputs: {mode!r}")
         self.seed = seed
-        self.positions = [varied_positions(s) for s in sets]
+        self.mode = mode
+        self.positions = [varied_positions(s) if mode != "none" else [] for s in sets]
         self._scratch: dict[tuple[str, int], torch.Tensor] = {}
 
     @property
     def varies_anything(self) -> bool:
         return any(self.positions)
 
-    def launches(self, set_index: int, buffers: Sequence[Any]) -> int:
-        """About how many device launches apply() queues for this set (to pace a timer)."""
-        return sum(
-            1 + 2 * -(-buffers[p].numel() // PERIOD)
-            for p in self.positions[set_index % len(self.positions)]
-        )
-
     def apply(self, buffers: Sequence[Any], set_index: int, call: int) -> None:
         for p in self.positions[set_index % len(self.positions)]:
             b = buffers[p]
+            if self.mode == "tensor":
+                draw = random.Random(_seed(self.seed, call, p))
+                _mul(b, LOW + (HIGH - LOW) * draw.random())
+                continue
             n = b.numel()
             noise = self._noise(b.device, min(n, PERIOD))
             g = torch.Generator(device=b.device)
@@ -101,3 +110,28 @@ def varied_copy(values: Sequence[Any], variation: Variation, set_index: int, cal
     copy = [x.clone() if isinstance(x, torch.Tensor) else x for x in values]
     variation.apply(copy, set_index, call)
     return copy
+
+
+def _finite_count(out: Any) -> int:
+    leaves = list(out) if isinstance(out, tuple | list) else [out]
+    return sum(
+        int(_isfinite(x).sum()) for x in leaves if isinstance(x, torch.Tensor) and x.is_floating_point()
+    )
+
+
+def probe_modes(model: Any, values: Sequence[Any], base_out: Any, seed: int) -> str:
+    """The first of MODES the model takes on a varied copy of `values` without raising and
+    without NaN or inf where `base_out` (its output on `values`) had none."""
+    want = _finite_count(base_out)
+    for mode in MODES[:-1]:
+        variation = Variation(seed, [values], mode)
+        if not variation.varies_anything:
+            return "none"
+        try:
+            with torch.no_grad():
+                out = model(*varied_copy(values, variation, 0, 0))
+            if _finite_count(out) >= want:
+                return mode
+        except Exception:
+            continue
+    return "none"

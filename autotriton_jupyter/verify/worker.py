@@ -366,7 +366,7 @@ class Worker:
         buffers = [x.clone() if isinstance(x, torch.Tensor) else x for x in sets[0]]
         rng = random.Random(msg["seed"])
         # Varied like a candidate's inputs (the same work between calls), from any seed.
-        variation = vary.Variation(rng.randrange(1 << 62), sets)
+        variation = vary.Variation(rng.randrange(1 << 62), sets, msg.get("vary_mode", "elements"))
         result: dict[str, Any] = {}
         with torch.no_grad():
             eager = timing.bench(
@@ -389,12 +389,19 @@ class Worker:
                 result["compile_error"] = _describe(e)
         return result
 
+    def op_probe_vary(self, msg: dict) -> dict:
+        """How the timed calls' inputs can be varied for this task (vary.probe_modes)."""
+        values = self.sets[msg["set"]]
+        with torch.no_grad():
+            base = self.model(*values)
+        return {"mode": vary.probe_modes(self.model, values, base, msg["seed"])}
+
     def op_varied_outputs(self, msg: dict) -> dict:
         """The reference on the inputs numbered timed calls of a candidate saw (each an
         input set of `sets`, by position, varied for its call's number): the outputs of
         `calls`, and the projections (fingerprint.py) of `checks`."""
         sets = [self.sets[i] for i in msg["sets"]]
-        variation = vary.Variation(msg["seed"], sets)
+        variation = vary.Variation(msg["seed"], sets, msg.get("vary_mode", "elements"))
         projection = fingerprint.Projection(msg.get("projection_seed", 0))
         outputs, prints = [], []
         with torch.no_grad():
@@ -697,7 +704,11 @@ class Worker:
 
         # Every timed call sees inputs no other call saw, varied from the judge's secret
         # seed (vary.py), so a cache of outputs keyed by the inputs' values never hits.
-        variation = vary.Variation(msg["vary_seed"], sets) if "vary_seed" in msg else None
+        variation = (
+            vary.Variation(msg["vary_seed"], sets, msg.get("vary_mode", "elements"))
+            if "vary_seed" in msg
+            else None
+        )
         # And every timed call's output is projected (fingerprint.py) for the judge to check
         # calls of its choosing against the reference afterwards.
         projection = fingerprint.Projection(msg["projection_seed"]) if "projection_seed" in msg else None
