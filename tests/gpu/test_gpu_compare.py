@@ -50,4 +50,10 @@ def test_tuples_integers_and_complex_on_the_gpu():
     d = c.clone()
     d[3] += 1
     for out, ref in (((j, c), (i, c)), ((i, d), (i, c)), (i, i), (c, c)):
-        assert checks.compare(out, ref, 1e-4, 1e-4, device="cuda") == checks.compare(out, ref, 1e-4, 1e-4)
+        gpu = checks.compare(out, ref, 1e-4, 1e-4, device="cuda")
+        cpu = checks.compare(out, ref, 1e-4, 1e-4)
+        # The same verdict and words; a complex magnitude may differ in its last bit
+        # between the CPU's and CUDA's abs (seen on an H100: exact equality failed).
+        assert (gpu.ok, gpu.message) == (cpu.ok, cpu.message)
+        assert gpu.max_abs == pytest.approx(cpu.max_abs, rel=1e-12)
+        assert gpu.max_rel == pytest.approx(cpu.max_rel, rel=1e-12)

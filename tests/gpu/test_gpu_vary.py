@@ -55,7 +55,7 @@ def _tile(a_ptr, b_ptr, om, on, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK:
         ok = k0 + tl.arange(0, BK)
         a = tl.load(a_ptr + om[:, None] * K + ok[None, :], mask=(om[:, None] < M) & (ok[None, :] < K), other=0.0)
         b = tl.load(b_ptr + ok[:, None] * N + on[None, :], mask=(ok[:, None] < K) & (on[None, :] < N), other=0.0)
-        acc += tl.dot(a, b)
+        acc += tl.dot(a, b, allow_tf32=False)  # float32 as torch's matmul: no TF32
     return acc
 
 
