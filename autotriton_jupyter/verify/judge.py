@@ -840,15 +840,20 @@ class Verifier:
                 vary_mode=mode,
                 projection_seed=projection_seed,
             )
-        took("timing")
-        release()  # its reply holds everything: its memory is the reference's now
-        _check_kept(timed["kept"], keep + 1)
-        prints = _check_prints(timed["timing"], len(ref.timed))
-        # Which timed calls are checked is drawn now, after they all ran.
-        checks = secrets.SystemRandom().sample(sorted(prints), min(fingerprint.CHECKED, len(prints)))
-        wants = self._varied_reference(
-            ref, timed["kept"], vary_seed, out_bytes, [prints[c] for c in checks], projection_seed
-        )
+            took("timing")
+            release()  # its reply holds everything: its memory is the reference's now
+            _check_kept(timed["kept"], keep + 1)
+            prints = _check_prints(timed["timing"], len(ref.timed))
+            # Which timed calls are checked is drawn now, after they all ran.
+            checks = secrets.SystemRandom().sample(sorted(prints), min(fingerprint.CHECKED, len(prints)))
+            # Still holding the GPU: the next candidate's timing would otherwise make this
+            # wait its whole turn. (ref.lock inside the exclusive lock cannot deadlock here:
+            # the reference's timing and vary mode, the only steps that hold ref.lock while
+            # they wait for the GPU, were settled before this candidate's timing began.)
+            wants = self._varied_reference(
+                ref, timed["kept"], vary_seed, out_bytes, [prints[c] for c in checks],
+                projection_seed, gpu_held=True,
+            )
         took("timing_reference")
         with self.pool.lock.shared():
             self._timing(ref, rt, timed, wants, r, checks)
@@ -906,6 +911,7 @@ class Verifier:
         out_bytes: int,
         checks: list[list[int]],
         projection_seed: int,
+        gpu_held: bool = False,
     ) -> tuple[list[Any], list[Any]] | str:
         """The reference on the inputs timed calls saw (vary.py), made again in its own
         worker from the seed: the kept calls' outputs, and the projections of the `checks`
@@ -923,7 +929,7 @@ class Verifier:
                 raise ValueError("a kept timed call is numbered wrongly")
             calls.append([position, call])
         try:
-            with ref.lock, self.pool.lock.shared():
+            with ref.lock, contextlib.nullcontext() if gpu_held else self.pool.lock.shared():
                 got = ref.worker.call(
                     "varied_outputs",
                     self.options.timeout,
