@@ -539,3 +539,33 @@ def load(section: str, options: T) -> T:
             where = _env_name(section, name)
             setattr(options, name, _value(section, name, env, getattr(options, name), where))
     return options
+
+
+# Switches that only turn a setting one way (the CLI's and the magic's flags), by the
+# field they set and the value they set it to.
+SWITCHES: dict[str, dict[str, tuple[str, Any]]] = {
+    "verify": {
+        "no_timing": ("timing", False),
+        "no_sandbox": ("sandbox", False),
+        "no_cache": ("reference_cache", False),
+        "strict": ("strict", True),
+    },
+}
+
+
+def from_flags(section: str, options: T, flags: Mapping[str, Any]) -> T:
+    """`options` from the config file and the environment (load), then the flags given:
+    one per field (None: not given; text is checked by the field's rule, as the config
+    file's is) and the switches of SWITCHES. The CLI and the magic both build their
+    options here, so a flag means the same and is refused in the same words in both."""
+    options = load(section, options)
+    fields = {f.name for f in dataclasses.fields(options)}  # type: ignore[arg-type]
+    for name, value in flags.items():
+        if name in SWITCHES.get(section, {}):
+            if value:
+                field, setting = SWITCHES[section][name]
+                setattr(options, field, setting)
+        elif name in fields and value is not None:
+            flag = "--" + name.replace("_", "-")
+            setattr(options, name, _value(section, name, value, getattr(options, name), flag))
+    return options

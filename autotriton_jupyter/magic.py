@@ -16,7 +16,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from traitlets import Float, Integer, Unicode
 
-from .config import RANK_FIGURES, ConfigError, TritonizeOptions
+from .config import RANK_FIGURES, ConfigError, TritonizeOptions, from_flags
 from .model.generator import GenerationError, GenerationParams
 from .store import NoLibrary, Store, StoreError
 from .task import TaskError
@@ -166,18 +166,13 @@ class AutotritonMagics(Magics):
 
     # cell magic ------------------------------------------------------------------------
     def _model_options(self, args: Any):
-        from .config import load
         from .model.registry import ModelOptions
 
-        o = load("model", ModelOptions())
-        if self.model:
-            o.name = self.model
-        if getattr(args, "model", None):
-            o.name = args.model
-        return o
+        # --model, else the model trait (%config AutotritonMagics.model), else the settings.
+        name = getattr(args, "model", None) or self.model or None
+        return from_flags("model", ModelOptions(), {"name": name})
 
     def _cell(self, args: Any, cell: str) -> None:
-        from .config import load
 
         self.last_view = None
         from .model.registry import load as load_model
@@ -195,32 +190,14 @@ class AutotritonMagics(Magics):
                 inputs=args.inputs,
                 init=args.init,
             )
-            vo = load("verify", VerifyOptions())
+            # The CLI's rules for the same flags (config.from_flags): a typo in --shapes or
+            # --allow-torch is refused here, before any generation.
+            flags = ("device", "seed", "allow_torch", "shapes", "no_timing", "no_cache", "no_sandbox")
+            vo = from_flags("verify", VerifyOptions(), {k: getattr(args, k) for k in flags})
             mo = self._model_options(args)
         except (TaskError, ConfigError) as e:
             _error(str(e))
             return
-        if args.no_timing:
-            vo.timing = False
-        if args.no_cache:
-            vo.reference_cache = False
-        if args.no_sandbox:
-            vo.sandbox = False
-        if args.allow_torch:
-            vo.allow_torch = tuple(a.strip() for a in args.allow_torch.split(",") if a.strip())
-        if args.shapes:
-            from .verify.shapes import ShapeError, parse_shapes
-
-            try:  # before any generation: a typo should not cost a model run
-                parse_shapes([args.shapes])
-            except ShapeError as e:
-                _error(str(e))
-                return
-            vo.shapes = (args.shapes,)
-        if args.device:
-            vo.device = args.device
-        if args.seed is not None:
-            vo.seed = args.seed
         n = args.n or self.n
         if not 1 <= n <= 64:
             _error(f"-n {n}: use 1 to 64 samples (each is a sequence in the decode batch and a candidate to verify).")

@@ -611,7 +611,7 @@ _DYNAMO_PROBE = textwrap.dedent(
     from autotriton_jupyter.verify import worker
     import torch
     assert "torch._dynamo" not in sys.modules  # the fork server no longer imports it
-    w = worker.Worker("cpu", tempfile.mkdtemp(), 0.0)
+    w = worker.WorkerState("cpu", tempfile.mkdtemp(), 0.0)
     w.import_dynamo()  # what serve() does right after saying ready
     source = '''
     import sys, threading

@@ -113,38 +113,26 @@ def _options_default():
     return load("verify", VerifyOptions())
 
 
+_VERIFY_FLAGS = (
+    "device", "trials", "atol", "rtol", "timeout", "seed", "allow_torch", "shapes",
+    "no_timing", "no_sandbox", "strict", "no_cache",
+)
+
+
 def _options(args: argparse.Namespace):
-    from ..config import load
+    """Verify options: defaults < config file < environment < these flags (config.from_flags)."""
+    from ..config import from_flags
     from ..verify import VerifyOptions
 
-    o = load("verify", VerifyOptions())
-    for name in ("device", "trials", "atol", "rtol", "timeout", "seed"):
-        v = getattr(args, name, None)
-        if v is not None:
-            setattr(o, name, v)
-    if args.allow_torch is not None:
-        o.allow_torch = args.allow_torch
-    if args.shapes is not None:
-        o.shapes = args.shapes
-    if args.no_timing:
-        o.timing = False
-    if getattr(args, "no_sandbox", False):
-        o.sandbox = False
-    if getattr(args, "strict", False):
-        o.strict = True
-    if getattr(args, "no_cache", False):
-        o.reference_cache = False
-    return o  # every value was checked: flags by their types, the rest by config.check()
+    # Every flag was checked by its type as it was parsed; from_flags takes them as they are.
+    return from_flags("verify", VerifyOptions(), {k: getattr(args, k, None) for k in _VERIFY_FLAGS})
 
 
 def _model_options(args: argparse.Namespace):
-    from ..config import load
+    from ..config import from_flags
     from ..model.registry import ModelOptions
 
-    o = load("model", ModelOptions())
-    if getattr(args, "model", None):
-        o.name = args.model
-    return o
+    return from_flags("model", ModelOptions(), {"name": getattr(args, "model", None) or None})
 
 
 class _TokenProgress:

@@ -105,7 +105,7 @@ def _lines(shape: torch.Size, r: int) -> torch.Tensor | None:
     return count >= len(dims) - 1
 
 
-class Worker:
+class WorkerState:
     """State of one worker: its device and whatever the commands built."""
 
     def __init__(self, device: str, workdir: str, gpu_fraction: float) -> None:
@@ -845,7 +845,7 @@ def serve(conn: wire.Channel, device: str, workdir: str, log_fd: int, gpu_fracti
     if device == "cpu":
         _use_triton_interpreter()
     t0 = time.perf_counter()
-    w = Worker(device, workdir, gpu_fraction)
+    w = WorkerState(device, workdir, gpu_fraction)
     try:
         w.init_device()
         conn.send_bytes(

@@ -1,6 +1,6 @@
 # expect: fail
 # task: linear_relu
-# attack: At import (inside the worker's load_candidate) it finds the Worker through torch.sys._getframe via an alias and shadows its _observe method with an instance attribute (the class, which the identity snapshot covers, is untouched); the forged observer runs the real one and then blanks the recorded compute ops, so a plain-torch forward passes.
+# attack: At import (inside the worker's load_candidate) it finds the worker's state (WorkerState) through torch.sys._getframe via an alias and shadows its _observe method with an instance attribute (the class, which the identity snapshot covers, is untouched); the forged observer runs the real one and then blanks the recorded compute ops, so a plain-torch forward passes.
 import torch
 import torch.nn as nn
 import triton

@@ -1,6 +1,6 @@
 # expect: fail
 # task: matmul
-# attack: Against the allowlist lint and the always-on audit: the audit still skips ops while probe.depth > 0 (kept for Triton's autotune benchmarking); through a running generator's gi_frame.f_back (own-defined attribute names are allowed) forward finds the judge's Worker, raises its probe's depth around torch.mm and lowers it again, then launches a decoy kernel that is counted normally.
+# attack: Against the allowlist lint and the always-on audit: the audit still skips ops while probe.depth > 0 (kept for Triton's autotune benchmarking); through a running generator's gi_frame.f_back (own-defined attribute names are allowed) forward finds the judge's WorkerState, raises its probe's depth around torch.mm and lowers it again, then launches a decoy kernel that is counted normally.
 import torch
 import torch.nn as nn
 import triton

@@ -4,7 +4,7 @@ import triton
 import triton.language as tl
 import autotriton_jupyter.verify.worker as W
 
-K = W.Worker
+K = W.WorkerState
 
 
 def _op_run(self, msg):

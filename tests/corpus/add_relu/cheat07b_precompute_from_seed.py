@@ -33,7 +33,7 @@ class ModelNew(nn.Module):
         keys, rows = [], []
         model = mod["Model"]()
         for s, variant in specs:  # import and __init__ are not audited
-            x, y = W.Worker._draw(fake, s, variant)
+            x, y = W.WorkerState._draw(fake, s, variant)
             keys.append(x.reshape(-1)[0])
             rows.append(model(x, y).reshape(-1))
         self.register_buffer("keys", torch.stack(keys), persistent=False)
