@@ -14,6 +14,9 @@ AUTOTRITON_VERIFY_TIMEOUT=300. Flags given on the command line or to the magic w
 What each setting may hold is written once, in SECTIONS below: the config file, the
 environment and the command line's flags (cli.py) are all checked by the same rules,
 so a bad value is refused before any work starts, in the same words wherever it came from.
+
+Length: every setting's rule and the run defaults live here on purpose, so each default
+and each check is written once.
 """
 
 from __future__ import annotations

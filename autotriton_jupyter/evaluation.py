@@ -10,6 +10,9 @@ results file that cannot be written does, leaving every line in it complete.
 Timings of calls that take under about 0.1 ms are host launch time (Python and the
 driver), which shifts between processes; such results are marked launch-bound and the
 summary gives fast_p and the geomean both over all tasks and without those tasks.
+
+Length: one command's run, its resumable results file and its summary and report
+formats; the measures are plain functions of the results file.
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 Settings are traitlets, so `%config AutotritonMagics.n = 8` works like any IPython
 setting; flags on the magic line win over them, and they win over the config file.
+
+Length: the magics' arguments, the cell's path through the pipeline and the line
+commands; the result view is in ui/.
 """
 
 from __future__ import annotations

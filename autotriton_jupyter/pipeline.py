@@ -2,6 +2,9 @@
 
 Events tell a front end what is happening; the Result is plain data that the CLI, the
 magic, the widget and the store all share.
+
+Length: the sample-verify-rank loop with its repair, speed and tuning rounds, which
+share the ranking and the events.
 """
 
 from __future__ import annotations

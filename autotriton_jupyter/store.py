@@ -8,6 +8,9 @@ A library that cannot be written is still read: one made by a newer autotriton (
 schema version is higher than SCHEMA_VERSION), one on a read-only file system or
 without write permission. A damaged one is never written; `autotriton kernels recover`
 copies out what is readable. A full disk fails the write with the file intact.
+
+Length: the schema, its migrations, and the reads and writes of one SQLite file, each
+guarded the same way (damage, a newer schema, read-only); recovery is in recover.py.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ is just another candidate, and the verifier decides.
 
 Launches of a kernel under `@triton.autotune` are left alone (its configs choose), and so
 are sizes computed at run time (`triton.next_power_of_2(n)`), which already fit the data.
+
+Length: the source patcher (knobs found, patched and checked by character offsets) and
+the sweep that uses it.
 """
 
 from __future__ import annotations

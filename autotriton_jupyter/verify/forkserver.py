@@ -16,6 +16,9 @@ Each spawn forks a keeper, which (when confined) enters new namespaces and forks
 worker as their init; the keeper waits for it and reports its wait status. The server
 watches every worker's whole process tree for its process and memory limits, since
 it sees processes that the judge, outside the sandbox, cannot name.
+
+Length: one small program that runs inside the sandbox; its protocol, spawning and watch
+loop stay together.
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@
 - OpAudit is a TorchDispatchMode that records every ATen op forward runs.
 - identity_snapshot / changed_identities catch monkeypatching of torch, triton,
   the clock and built-ins.
+
+Length: four instruments that are installed together, in order, before any candidate
+code runs.
 """
 
 from __future__ import annotations

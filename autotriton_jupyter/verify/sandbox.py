@@ -10,6 +10,9 @@ the previous candidate is still running.
 The judge holds, for each worker, only the judge's end of a socket, a log file the
 worker writes to, and a pidfd (to kill it and see it end). Workers hold nothing of
 the judge: not its stdout, not its files, not a way to name its process.
+
+Length: the judge's side of a worker's whole life (start, messages, deadlines, death),
+kept together because each way of dying is told apart by what the others saw.
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ user (the peer's uid). Requests and replies are JSON lines:
     client -> {"op": "status"} | {"op": "stop"}
 
 This module imports neither torch nor the judge until a service actually starts.
+
+Length: the service and its client speak one protocol, kept side by side.
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@ Host code (helpers, decorator arguments, config lists) may be written as people 
 it; what runs at launch time outside the kernel (grid and heuristic lambdas) must be
 pure arithmetic, and autotune/Config hooks are refused: they run where the judge's
 audit cannot tell them from the launch.
+
+Length: one lint; its general rules and the walker that applies them are read together
+(the name tables are in allowlist.py).
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Workers run untrusted code, so nothing they send may be unpickled: a message is 
 JSON header describing a tree of plain values, with tensors stored as raw bytes
 after it. Decoding never runs code and never builds anything but plain Python
 values and ordinary CPU tensors.
+
+Length: the encoder and the decoder mirror each other field by field (every field the
+encoder writes, the decoder checks), so they stay in one file.
 """
 
 from __future__ import annotations

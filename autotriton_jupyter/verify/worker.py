@@ -5,6 +5,9 @@ initialises its device, says it is ready, then obeys one command at a time from 
 judge. It is used for one role (the reference, or one candidate) and then killed,
 so nothing a candidate did can reach the next one. Everything it sends back goes
 through `wire` (no pickle), and the judge compares outputs itself.
+
+Length: the worker's whole command set (reference, candidate, timing), next to the
+checks each command needs; the fork server preloads this one module.
 """
 
 from __future__ import annotations
