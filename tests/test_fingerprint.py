@@ -55,3 +55,24 @@ def test_the_weights_are_secret_and_repeatable():
     one = fingerprint.Projection(1).take(x)[0]
     assert torch.equal(one, fingerprint.Projection(1).take(x)[0])
     assert not torch.equal(one, fingerprint.Projection(2).take(x)[0])
+
+
+def test_integers_must_be_equal_and_complex_parts_both_count(monkeypatch):
+    idx = torch.arange(1000)
+    off = idx.clone()
+    off[5] += 1  # one index off by one: a float tolerance would forgive it
+    assert _check(idx.clone(), idx) is None and "projection" in _check(off, idx)
+    c = torch.randn(400, dtype=torch.complex64)
+    wrong = c.clone()
+    wrong.imag *= -1  # the imaginary parts negated: the real parts alone would not see it
+    assert _check(c.clone(), c) is None and "projection" in _check(wrong, c)
+
+
+def test_chunks_give_the_same_sums_and_huge_values_keep_a_scale(monkeypatch):
+    x = torch.randn(1000) * 1e30  # a float32 square of the tolerance would be infinite
+    whole = fingerprint.Projection(3).reference(x, 1e-2, 1e-2)
+    monkeypatch.setattr(fingerprint, "CHUNK", 32)
+    chunked = fingerprint.Projection(3).reference(x, 1e-2, 1e-2)
+    assert all(abs(a - b) <= 1e-9 * max(1.0, abs(a)) for a, b in zip(whole[0], chunked[0]))
+    assert all(0 < v < float("inf") for v in whole[0][fingerprint.STRIPES + 1 :])
+    assert _check(x * (1 + 1e-3), x) is None

@@ -35,7 +35,8 @@ def test_each_call_sees_new_values_within_the_factors_range():
         x = vary.varied_copy(sets[call % 2], v, call % 2, call)
         base = sets[call % 2]
         ratio = x[0] / base[0]
-        assert bool(((ratio >= vary.LOW) & (ratio < vary.HIGH)).all())  # no sign changes
+        # An element's factor times the tensor's: no sign changes, magnitudes only shrink.
+        assert bool(((ratio >= vary.LOW**2) & (ratio < vary.HIGH)).all())
         assert all(torch.equal(a, b) for a, b in zip(x[1:4], base[1:4]))
         assert x[4] == 2.5
         seen.append(x[0])
@@ -103,3 +104,13 @@ def test_the_reference_decides_how_inputs_can_be_varied():
     a, b = (vary.varied_copy([spd], v, 0, c)[0] / spd for c in (0, 1))
     assert torch.allclose(a, a[0, 0]) and not torch.allclose(a, b)
     assert vary.LOW <= float(a[0, 0]) < vary.HIGH
+
+
+def test_an_output_that_averages_over_the_input_moves_too():
+    """A loss or a mean hardly moves with factors per element alone (their average is
+    the same every call), so a stale output would pass for it: the factor for the whole
+    tensor moves it by far more than a 1% tolerance."""
+    x = torch.rand(1 << 16, generator=torch.Generator().manual_seed(2)) + 1.0
+    v = vary.Variation(5, [[x]])
+    means = [float(vary.varied_copy([x], v, 0, c)[0].mean()) for c in range(6)]
+    assert max(means) / min(means) > 1.05

@@ -10,9 +10,10 @@ drawn in [-1, 1) from a secret seed. Afterwards the judge picks calls at random 
 the reference compute the same numbers on the same varied inputs.
 
 An honest output is within tolᵢ = atol + rtol·|refᵢ| of the reference element by element,
-with errors that cannot depend on the secret weights, so each stripe's sum differs from
-the reference's by a sum of independent terms: by Hoeffding, more than SIGMAS·sqrt(Σ tolᵢ²/3)
-with probability exp(-SIGMAS²/6). An output that is garbage, stale or zeros differs in
+with errors eᵢ that cannot depend on the secret weights. Each stripe's sum then differs
+from the reference's by Σ wᵢ·eᵢ, a sum of independent terms, each sub-Gaussian with
+variance proxy eᵢ²/3 (a uniform weight's variance), however the errors are correlated:
+it exceeds SIGMAS·sqrt(Σ tolᵢ²/3) with probability at most 2·exp(-SIGMAS²/2). An output that is garbage, stale or zeros differs in
 each stripe by a random amount about as large as its distance from the reference: it
 must fall inside the bound in every stripe of every call checked.
 """
@@ -25,42 +26,44 @@ from typing import Any
 
 import torch
 
-SIGMAS = 12.0  # Hoeffding: an honest output fails a stripe with probability < 1e-10
+SIGMAS = 7.0  # an honest output fails a stripe with probability < 5e-11 (see below)
 STRIPES = 16  # independent projections per tensor: elements by index modulo STRIPES
 CHECKED = 16  # timed calls whose projections the judge checks, drawn after the timing
+CHUNK = STRIPES << 20  # elements projected at a time: temporaries stay small
 
 # Looked up once, before any candidate code runs: replacing torch's functions later is
 # caught by the judge's snapshot, and these keep working meanwhile.
-_sum, _mul, _nan_to_num, _abs, _cat, _full = (
-    torch.sum, torch.Tensor.mul, torch.nan_to_num, torch.abs, torch.cat, torch.full
+_sum, _mul, _nan_to_num, _abs, _cat, _full, _zeros, _view_as_real = (
+    torch.sum, torch.Tensor.mul, torch.nan_to_num, torch.abs, torch.cat, torch.full,
+    torch.zeros, torch.view_as_real,
 )
-_detach, _reshape, _float = torch.Tensor.detach, torch.Tensor.reshape, torch.Tensor.float
+_detach, _reshape, _float, _double = (
+    torch.Tensor.detach, torch.Tensor.reshape, torch.Tensor.float, torch.Tensor.double
+)
 _Tensor = torch.Tensor
 
 
 def _flat(x: torch.Tensor) -> torch.Tensor:
-    """The elements in logical order as float32 (whatever the layout, which may differ
-    between the candidate's output and the reference's)."""
-    return _float(_reshape(_detach(x), (-1,)))
-
-
-
+    """The elements in logical order (whatever the layout, which may differ between the
+    candidate's output and the reference's); a complex tensor's real and imaginary parts
+    one after the other."""
+    x = _detach(x)
+    if x.is_complex():
+        x = _view_as_real(x)
+    return _reshape(x, (-1,))
 
 
 def _leaves(out: Any) -> list[torch.Tensor]:
-    return list(out) if isinstance(out, tuple | list) else [out]
+    return list(out) if type(out) in (tuple, list) else [out]
 
 
-def _stripes(v: torch.Tensor) -> torch.Tensor:
-    """Sums of v's elements by index modulo STRIPES, in float64."""
+def _stripes(v: torch.Tensor, out: torch.Tensor) -> None:
+    """Add v's elements to `out` by index modulo STRIPES (v starts at a multiple of it)."""
     n = v.numel()
     whole = n - n % STRIPES
-    sums = _sum(_reshape(v[:whole], (-1, STRIPES)), 0, dtype=torch.float64)
+    out += _sum(_reshape(v[:whole], (-1, STRIPES)), 0, dtype=torch.float64)
     if whole < n:
-        tail = torch.zeros(STRIPES, dtype=torch.float64, device=v.device)
-        tail[: n - whole] = v[whole:]
-        sums = sums + tail
-    return sums
+        out[: n - whole] += v[whole:].to(torch.float64)
 
 
 class Projection:
@@ -70,12 +73,12 @@ class Projection:
         self.seed = seed
         self._weights: dict[tuple[int, int, str], torch.Tensor] = {}
 
-    def _w(self, i: int, x: torch.Tensor) -> torch.Tensor:
-        key = (i, x.numel(), str(x.device))
+    def _w(self, i: int, flat: torch.Tensor) -> torch.Tensor:
+        key = (i, flat.numel(), str(flat.device))
         if key not in self._weights:
-            g = torch.Generator(device=x.device)
+            g = torch.Generator(device=flat.device)
             g.manual_seed((self.seed * 31 + i) % (1 << 63))
-            w = torch.empty(x.numel(), dtype=torch.float32, device=x.device)
+            w = torch.empty(flat.numel(), dtype=torch.float32, device=flat.device)
             torch.Tensor.uniform_(w, -1.0, 1.0, generator=g)
             self._weights[key] = w
         return self._weights[key]
@@ -88,24 +91,37 @@ class Projection:
             if type(x) is not _Tensor:  # a subclass could answer for its own sums: not a number
                 got.append(_full((STRIPES + 1,), float("nan"), dtype=torch.float64))
                 continue
-            w = self._w(i, x)
             flat = _flat(x)
-            finite = _nan_to_num(flat, nan=0.0, posinf=0.0, neginf=0.0)
-            codes = _nan_to_num(flat, nan=1.0, posinf=2.0, neginf=3.0) - finite
-            got.append(
-                _cat([_stripes(_mul(finite, w)), _sum(_mul(codes, w), dtype=torch.float64)[None]])
-            )
+            w = self._w(i, flat)
+            sums = _zeros(STRIPES + 1, dtype=torch.float64, device=flat.device)
+            for a in range(0, flat.numel(), CHUNK):
+                part, wp = _float(flat[a : a + CHUNK]), w[a : a + CHUNK]
+                finite = _nan_to_num(part, nan=0.0, posinf=0.0, neginf=0.0)
+                codes = _nan_to_num(part, nan=1.0, posinf=2.0, neginf=3.0) - finite
+                _stripes(_mul(finite, wp), sums[:STRIPES])
+                sums[STRIPES] += _sum(_mul(codes, wp), dtype=torch.float64)
+            got.append(sums)
         return got
 
     def reference(self, out: Any, atol: float, rtol: float) -> list[list[float]]:
         """The reference's projections, with the scale of an honest difference by stripe:
-        per tensor [STRIPES sums, the non-finite sum, STRIPES scales sqrt(Σ tolᵢ²/3)]."""
+        per tensor [STRIPES sums, the non-finite sum, STRIPES scales sqrt(Σ tolᵢ²/3)].
+        Integer and boolean outputs must be equal: their scale is 0. A complex element's
+        tolerance is its magnitude's, for its real and its imaginary part alike."""
         rows = []
         for sums, x in zip(self.take(out), _leaves(out)):
-            finite = _nan_to_num(_flat(x), nan=0.0, posinf=0.0, neginf=0.0)
-            tol = _abs(finite) * rtol + atol
-            scales = (_stripes(_mul(tol, tol)) / 3.0).sqrt()
-            rows.append(sums.tolist() + scales.tolist())
+            exact = not (x.is_floating_point() or x.is_complex())
+            scale = _zeros(STRIPES, dtype=torch.float64, device=x.device)
+            if not exact:
+                mags = _abs(_detach(x))  # a complex element's magnitude
+                if x.is_complex():
+                    mags = torch.stack([mags, mags], dim=-1)
+                flat = _reshape(mags, (-1,))
+                for a in range(0, flat.numel(), CHUNK):
+                    m = _nan_to_num(_double(flat[a : a + CHUNK]), nan=0.0, posinf=0.0, neginf=0.0)
+                    tol = m * rtol + atol
+                    _stripes(tol * tol, scale)
+            rows.append(sums.tolist() + (scale / 3.0).sqrt().tolist())
         return rows
 
 

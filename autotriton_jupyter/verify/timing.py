@@ -57,6 +57,27 @@ def _refill(
     return call
 
 
+def _plain(out: Any) -> None:
+    """Refuse an output that is not exactly a tensor, or exactly a tuple or list of them,
+    before the judge touches it: a subclass or a named tuple of the candidate's could run
+    its own code (its real work, say) when the judge iterates or reads it after the timer."""
+    kind = type(out)
+    if kind is torch.Tensor:
+        return
+    if kind is tuple or kind is list:
+        for x in out:  # the built-in iteration of an exact tuple or list
+            if type(x) is not torch.Tensor:
+                raise TypeError(
+                    f"forward returned a {type(x).__name__} inside its {kind.__name__} while "
+                    "timed, not a plain torch.Tensor"
+                )
+        return
+    raise TypeError(
+        f"forward returned a {kind.__module__}.{kind.__name__} while timed, not a tensor or a "
+        "tuple of tensors"
+    )
+
+
 def _clone_outputs(out: Any) -> Any:
     if isinstance(out, torch.Tensor):
         return _clone(_detach(out))
@@ -112,6 +133,7 @@ def bench(
         end.record()
         torch.cuda.synchronize()
         wall = (time.perf_counter() - w0) * 1e3  # the call's own: not the judge's checks after it
+        _plain(out)
         if after is not None:
             after(buffers, out)
         if between is not None:
@@ -215,8 +237,9 @@ def _back_to_back(
             with audit() if k in audit_at and audit is not None else contextlib.nullcontext():
                 out = fn(*buffers)
             ends[k].record()
+            _plain(out)
             # The judge's own per-call checks: the full scrub on the kept call and the last
-            # one (no tensor method of the judge's touches the others' outputs).
+            # one. The others' outputs are only projected, by torch's own functions.
             if after is not None and (k == calls - 1 or (r == keep_round and k == keep_at)):
                 after(buffers, out)
             if between is not None:
@@ -228,7 +251,11 @@ def _back_to_back(
             del out
         torch.cuda.synchronize()
         wall = (time.perf_counter() - w0) * 1e3
-        return sum(s.elapsed_time(e) for s, e in zip(starts, ends)) / calls, wall / calls
+        # The audited calls pay for the audit (as in the single calls): left out.
+        spans = [starts[k].elapsed_time(ends[k]) for k in range(calls) if k not in audit_at] or [
+            s.elapsed_time(e) for s, e in zip(starts, ends)
+        ]
+        return sum(spans) / max(1, len(spans)), wall / calls
 
     per_call, walls = [], []
     for r in range(rounds):

@@ -5,7 +5,9 @@ that keeps its outputs keyed by the inputs' values (a signature read on the devi
 would compute each set once and copy the answer on every later call: right outputs, and
 a figure that is only the copy's. So before each timed call the judge multiplies every
 floating input, element by element, by factors drawn in [LOW, HIGH) from a secret seed
-and the call's number: no two calls see the same values, and the outputs kept for the
+and the call's number, times one factor in [LOW, HIGH) for the whole tensor (so that
+outputs that average over many elements move too): no two calls see the same values,
+and the outputs kept for the
 judge are checked against the reference run on the same varied inputs, which the
 reference's worker makes again from the seed.
 
@@ -77,9 +79,12 @@ class Variation:
     def apply(self, buffers: Sequence[Any], set_index: int, call: int) -> None:
         for p in self.positions[set_index % len(self.positions)]:
             b = buffers[p]
+            # One factor for the whole tensor: an output that averages over many elements
+            # (a loss, a norm, a mean) hardly moves with factors per element alone, so a
+            # stale output would pass for it; with this one it moves by up to half.
+            whole = LOW + (HIGH - LOW) * random.Random(_seed(self.seed, call, p)).random()
             if self.mode == "tensor":
-                draw = random.Random(_seed(self.seed, call, p))
-                _mul(b, LOW + (HIGH - LOW) * draw.random())
+                _mul(b, whole)
                 continue
             n = b.numel()
             noise = self._noise(b.device, min(n, PERIOD))
@@ -93,7 +98,7 @@ class Variation:
                 # New factors for every chunk (the generator moves on): none repeats, so
                 # no statistic of the base set rebuilds a varied call's output.
                 end = min(n, start + PERIOD)
-                _uniform(noise, LOW, HIGH, generator=g)
+                _uniform(noise, LOW * whole, HIGH * whole, generator=g)
                 _mul(flat[start:end], noise[: end - start])
             if not contiguous:
                 _copy(b, flat.view(b.shape))

@@ -318,7 +318,9 @@ class WorkerState:
                     continue
             try:
                 with torch.no_grad():
-                    out = model(*dev)
+                    # On a copy: a reference that changes its inputs in place must not change
+                    # the set kept here, which timing's checks run the reference on again.
+                    out = model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in dev])
                 if self.device == "cuda":
                     torch.cuda.synchronize()
             except BaseException as e:
@@ -396,7 +398,7 @@ class WorkerState:
         """How the timed calls' inputs can be varied for this task (vary.probe_modes)."""
         values = self.sets[msg["set"]]
         with torch.no_grad():
-            base = self.model(*values)
+            base = self.model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in values])
         return {"mode": vary.probe_modes(self.model, values, base, msg["seed"])}
 
     def op_varied_outputs(self, msg: dict) -> dict:
