@@ -9,7 +9,7 @@ import torch
 
 from autotriton_jupyter.task import Task
 from autotriton_jupyter.verify import Verifier, VerifyOptions, fingerprint, vary
-from autotriton_jupyter.verify.judge import _check_kept, _check_prints
+from autotriton_jupyter.verify.timed import _check_kept, _check_prints
 
 
 def test_the_reference_worker_answers_for_varied_timed_calls(corpus):
