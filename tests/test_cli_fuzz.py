@@ -486,8 +486,8 @@ def test_every_setting_has_a_rule():
     """config.SECTIONS and the options dataclasses name the same settings."""
     import dataclasses
 
-    from autotriton_jupyter.model.finetune import FinetuneOptions
     from autotriton_jupyter.model.registry import ModelOptions
+    from autotriton_jupyter.training.sft import FinetuneOptions
     from autotriton_jupyter.verify import VerifyOptions
 
     for section, cls in (

@@ -11,8 +11,8 @@ import textwrap
 import pytest
 import torch
 
+from autotriton_jupyter.bench.random_weights import TINY_SHAPE, random_llama
 from autotriton_jupyter.model.backends.hf import HFGenerator
-from autotriton_jupyter.model.bench import TINY_SHAPE, random_llama
 from autotriton_jupyter.model.fast_decode import LlamaDecoder, unsupported
 from autotriton_jupyter.model.generator import GenerationParams
 

@@ -16,11 +16,12 @@ from autotriton_jupyter.model.adapters import (
     list_adapters,
 )
 from autotriton_jupyter.model.extract import extract
-from autotriton_jupyter.model.finetune import FinetuneOptions, dataset_from_library, run_finetune
 from autotriton_jupyter.model.generator import Cancel, GenerationError, GenerationParams
 from autotriton_jupyter.model.prompts import task_chat
 from autotriton_jupyter.model.registry import ModelOptions
 from autotriton_jupyter.store import Store
+from autotriton_jupyter.training.dataset import dataset_from_library
+from autotriton_jupyter.training.sft import FinetuneOptions, run_finetune
 
 TASK = (
     "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return {op}\n"

@@ -23,12 +23,6 @@ from autotriton_jupyter.model.adapters import (
     save_adapter,
 )
 from autotriton_jupyter.model.extract import extract
-from autotriton_jupyter.model.finetune import (
-    FinetuneOptions,
-    dataset_from_library,
-    dataset_hash,
-    train_lora,
-)
 from autotriton_jupyter.model.generator import GenerationError, GenerationParams
 from autotriton_jupyter.model.gguf_lora import (
     BaseShape,
@@ -38,6 +32,8 @@ from autotriton_jupyter.model.gguf_lora import (
 )
 from autotriton_jupyter.model.prompts import task_chat
 from autotriton_jupyter.model.registry import ModelOptions, tiny_gguf
+from autotriton_jupyter.training.dataset import dataset_from_library, dataset_hash
+from autotriton_jupyter.training.sft import FinetuneOptions, train_lora
 
 from .test_finetune import PAIRS, TASK, accept_pairs
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from autotriton_jupyter.cli import main
-from autotriton_jupyter.grpo import VerifierReward, reward
 from autotriton_jupyter.model.adapters import list_adapters
+from autotriton_jupyter.training.grpo import VerifierReward, reward
 from autotriton_jupyter.verify import Report, Verifier, VerifyOptions
 
 from .test_finetune import accept_pairs, home  # noqa: F401  (home is a fixture)
@@ -113,9 +113,9 @@ def test_grpo_on_the_tiny_model_trains_and_keeps_an_adapter(home, capsys):  # no
 
 
 def test_grpo_interrupted_keeps_a_checkpoint_and_resumes(home):  # noqa: F811
-    from autotriton_jupyter.grpo import run_grpo
-    from autotriton_jupyter.model.finetune import FinetuneOptions
     from autotriton_jupyter.model.generator import Cancel
+    from autotriton_jupyter.training.grpo import run_grpo
+    from autotriton_jupyter.training.sft import FinetuneOptions
 
     accept_pairs()
     options = FinetuneOptions(method="grpo", steps=3, generations=2, max_completion_tokens=16)

@@ -150,8 +150,9 @@ def test_a_kernel_accepted_from_a_repair_round_trains_on_the_chat_as_sent(
     from transformers import AutoTokenizer
 
     from autotriton_jupyter.model.backends.hf import chat_prompt_ids
-    from autotriton_jupyter.model.finetune import dataset_from_library, encode
     from autotriton_jupyter.model.registry import tiny_gguf
+    from autotriton_jupyter.training.dataset import dataset_from_library
+    from autotriton_jupyter.training.sft import encode
 
     d = corpus / "add_relu"
     failed, fixed = fenced(d / "cheat02_partial.py"), fenced(d / "pass_masked.py")

@@ -12,7 +12,7 @@ from .common import _add_verify_flags, _options, _progress
 
 
 def cmd_bench_verify(args: argparse.Namespace) -> int:
-    from ..verify.bench import run_benchmark
+    from ..bench.verify import run_benchmark
 
     result = run_benchmark(
         args.reference, args.candidates, _options(args), on_event=_progress(args.quiet)
@@ -22,7 +22,7 @@ def cmd_bench_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_generate(args: argparse.Namespace) -> int:
-    from ..model.bench import bench_generate
+    from ..bench.generate import bench_generate
 
     result = bench_generate(
         args.shape,
@@ -42,7 +42,7 @@ def cmd_bench_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_finetune(args: argparse.Namespace) -> int:
-    from ..model.bench import bench_finetune
+    from ..bench.finetune import bench_finetune
 
     result = bench_finetune(
         args.shape,
@@ -56,7 +56,7 @@ def cmd_bench_finetune(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_pipeline(args: argparse.Namespace) -> int:
-    from ..bench import bench_pipeline
+    from ..bench.pipeline import bench_pipeline
 
     then = list(args.then or [])  # (REF.py, DIR) pairs, checked by _then
     result = bench_pipeline(

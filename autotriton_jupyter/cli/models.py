@@ -42,7 +42,7 @@ def cmd_model_pull(args: argparse.Namespace) -> int:
 def cmd_finetune(args: argparse.Namespace) -> int:
     from ..config import load
     from ..interrupt import run_interruptibly
-    from ..model.finetune import FinetuneOptions, run_finetune
+    from ..training.sft import FinetuneOptions, run_finetune
 
     o = load("finetune", FinetuneOptions())
     for key in ("rank", "alpha", "epochs", "lr", "method", "generations", "steps"):
@@ -60,7 +60,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
         if quiet:
             return
         if "reward" in d:
-            from ..grpo import describe
+            from ..training.grpo import describe
 
             line = describe(d)
         else:
@@ -79,7 +79,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
             cancel=cancel,
         )
         if o.method == "grpo":
-            from ..grpo import run_grpo
+            from ..training.grpo import run_grpo
 
             return run_grpo(args.base, args.name, o, verify_options=_options_default(), **kw)
         return run_finetune(args.base, args.name, o, **kw)
@@ -105,8 +105,8 @@ def cmd_finetune(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if result["held_out_tasks"]:
-        from ..evaluation import before_after
         from ..model.registry import load
+        from ..training.heldout import before_after
 
         mo = _model_options(args)
         mo.adapter = "none"

@@ -1,6 +1,7 @@
 """LoRA adapters kept on disk: where they live, what each was trained from, which one
-generation uses for a base model. Training (finetune.py) writes them; the model registry,
-the llama.cpp export and the panel read them, without importing training.
+generation uses for a base model. Training (training/sft.py, training/grpo.py) writes
+them; the model registry, the llama.cpp export and the panel read them, without importing
+training.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from autotriton_jupyter.bench.random_weights import TINY_SHAPE, random_llama
 from autotriton_jupyter.model.backends.hf import HFGenerator
-from autotriton_jupyter.model.bench import TINY_SHAPE, random_llama
 from autotriton_jupyter.model.generator import GenerationParams
 
 SHAPE = {

@@ -33,13 +33,13 @@ def bench_pipeline(
     of `then`'s tasks) use the warm verifier. Each run also gives the seconds from a
     sample's completion to its first verdict (correctness; timing follows).
     """
-    from .config import TritonizeOptions
-    from .model.registry import ModelOptions, load
-    from .pipeline import tritonize
-    from .store import Store
-    from .task import Task
-    from .ui.html import result_html
-    from .verify import VerifyOptions, session
+    from ..config import TritonizeOptions
+    from ..model.registry import ModelOptions, load
+    from ..pipeline import tritonize
+    from ..store import Store
+    from ..task import Task
+    from ..ui.html import result_html
+    from ..verify import VerifyOptions, session
 
     emit = on_event or (lambda _m: None)
     vo = verify or VerifyOptions()
@@ -51,7 +51,7 @@ def bench_pipeline(
     with tempfile.TemporaryDirectory() as tmp:
         library = Path(tmp) / "library.sqlite"
         for r, (ref_path, cand_dir) in enumerate(plan):
-            from .model.generator import GenerationParams
+            from ..model.generator import GenerationParams
 
             generator = load(f"files:{cand_dir}", ModelOptions())
             t0 = t_start if r == 0 else time.perf_counter()

@@ -1,18 +1,16 @@
-"""LoRA fine-tuning on the kernels a user accepted (rejection-sampling fine-tuning), and adapters.
+"""LoRA fine-tuning on the kernels a user accepted (rejection-sampling fine-tuning), and
+the kept adapters it makes.
 
-Each accepted kernel is one chat example in the model's own prompt format: the chat
-exactly as it was sent to the model (for a repair round, the task, the failed answer and
-the verifier's reasons), then the target: the accepted completion, or just the code (in
-a fenced block) when the user edited it. Kernels kept by a version that did not store the
-chat (library schema 1 and older) train on their user turns as one turn. Loss is on the
-target tokens only. Training checkpoints at every epoch and can be interrupted and
-resumed. Finished adapters live in the data directory with what they were trained from,
-and the transformers backend uses the newest one made for the loaded base model.
+Examples come from the library (dataset.py); loss is on the target tokens only. Training
+checkpoints at every epoch and can be interrupted and resumed. Finished adapters live in
+the data directory with what they were trained from, and the transformers backend uses
+the newest one made for the loaded base model. FinetuneOptions ([finetune] in the config
+file) hold the settings of both methods; GRPO (grpo.py) keeps its adapter with
+keep_adapter too.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import shutil
@@ -22,18 +20,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .adapters import AdapterInfo, adapters_dir, base_fingerprint, save_adapter
-from .generator import Cancel, Chat, GenerationError
-
-
-@dataclass
-class Example:
-    """One training pair: the chat as it was sent to the model, and the target answer."""
-
-    chat: Chat
-    target: str
-    name: str
-    task_source: str = ""
+from ..model.adapters import AdapterInfo, adapters_dir, base_fingerprint, save_adapter
+from ..model.generator import Cancel, Chat, GenerationError
+from .dataset import Example, dataset_from_library, dataset_hash, split
 
 
 @dataclass
@@ -53,56 +42,10 @@ class FinetuneOptions:
     max_completion_tokens: int = 4096  # grpo: answer length
 
 
-def dataset_from_library(library: str | None = None) -> list[Example]:
-    """Accepted kernels as examples, duplicates removed, in a stable order."""
-    from ..store import NoLibrary, Store
-
-    try:
-        with Store(library, write=False) as store:
-            accepted = store.accepted()
-    except NoLibrary:
-        accepted = []  # no library yet: nothing accepted to learn from
-    seen: set[str] = set()
-    examples = []
-    for a in sorted(accepted, key=lambda a: a.name):
-        # Older libraries kept only the user turns, joined: that one turn is all there is.
-        chat = a.chat or ([{"role": "user", "content": a.prompt}] if a.prompt else None)
-        if not chat:
-            continue
-        target = (
-            f"```python\n{a.code.strip()}\n```" if a.edited or not a.completion else a.completion
-        )
-        key = hashlib.sha256((json.dumps(chat) + "\0" + target).encode()).hexdigest()
-        if key not in seen:
-            seen.add(key)
-            examples.append(Example(chat, target, a.name, a.task_source))
-    if not examples:
-        raise GenerationError(
-            "The kernel library has no accepted kernels to learn from yet: "
-            "accept some with %%autotriton (or autotriton tritonize) first."
-        )
-    return examples
-
-
-def split(examples: list[Example], share: float, seed: int) -> tuple[list[Example], list[Example]]:
-    """(train, held-out); nothing is held out until there are at least 5 examples."""
-    order = list(examples)
-    random.Random(seed).shuffle(order)
-    k = int(len(order) * share) if len(order) >= 5 else 0
-    return order[k:], order[:k]
-
-
-def dataset_hash(examples: list[Example]) -> str:
-    h = hashlib.sha256()
-    for e in examples:
-        h.update(json.dumps(e.chat).encode() + b"\0" + e.target.encode() + b"\1")
-    return h.hexdigest()[:16]
-
-
 def encode(tokenizer: Any, chat: Chat, target: str, max_length: int) -> tuple[list[int], list[int]]:
     """input ids and labels: the chat, tokenized as generation tokenizes it, is masked out
     (-100); the answer after it is learned."""
-    from .backends.hf import chat_prompt_ids
+    from ..model.backends.hf import chat_prompt_ids
 
     p = chat_prompt_ids(tokenizer, chat)
     t = tokenizer(target, add_special_tokens=False)["input_ids"]
@@ -228,8 +171,8 @@ def run_finetune(
     cancel: Cancel | None = None,
 ) -> dict[str, Any]:
     """Dataset from the library -> LoRA training -> a kept adapter the next generation uses."""
-    from .backends.hf import HFGenerator
-    from .registry import ModelOptions
+    from ..model.backends.hf import HFGenerator
+    from ..model.registry import ModelOptions
 
     mo = model_options or ModelOptions()
     spec = trainable_base(base, name, mo)
@@ -282,7 +225,7 @@ def run_finetune(
 
 def trainable_base(base: str, name: str, model_options: Any) -> Any:
     """The ModelSpec of `base`, if transformers can train it here and `name` is usable."""
-    from .registry import resolve
+    from ..model.registry import resolve
 
     spec = resolve(base, model_options)
     if spec.backend != "hf" or not spec.available:
@@ -311,7 +254,7 @@ def keep_adapter(
 ) -> Path:
     """Save a trained adapter in the registry, drop its run folder, and make the next
     generation load the base again with it."""
-    from . import registry
+    from ..model import registry
 
     info = AdapterInfo(
         name,

@@ -13,61 +13,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .generator import GenerationParams
-
-AUTOTRITON_SHAPE = {
-    "hidden_size": 4096,
-    "intermediate_size": 14336,
-    "num_hidden_layers": 32,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "vocab_size": 155136,
-    "rope_theta": 500000.0,
-    "rms_norm_eps": 1e-6,
-    "tie_word_embeddings": False,
-    "max_position_embeddings": 32768,
-    "bos_token_id": 0,
-    "eos_token_id": 2,
-    "pad_token_id": 1,
-}
-TINY_SHAPE = {
-    **AUTOTRITON_SHAPE,
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 16,
-    "vocab_size": 512,
-    "max_position_embeddings": 2048,
-}
-
-
-def random_llama(shape: dict[str, Any], device: str, dtype: Any = None) -> Any:
-    """A LlamaForCausalLM of the given shape with random weights, allocated on the device."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(**shape)
-    if dtype is None:
-        dtype = torch.bfloat16 if device == "cuda" else torch.float32
-    with torch.device("meta"):
-        model = LlamaForCausalLM(config)
-    model = model.to(dtype).to_empty(device=device)  # cast on meta: never a float32 copy
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("norm.weight"):
-                p.fill_(1.0)
-            else:
-                p.normal_(0.0, 0.02)
-    # Rotary tables are buffers computed at construction, left empty on the meta device:
-    # build those modules again, on the device, with their own initialisation.
-    for parent in list(model.modules()):
-        for child_name, child in list(parent.named_children()):
-            if hasattr(child, "inv_freq"):
-                setattr(parent, child_name, type(child)(config=config).to(device))
-    return model.eval()
+from ..model.generator import GenerationParams
+from .random_weights import AUTOTRITON_SHAPE, TINY_SHAPE, random_llama
 
 
 def bench_generate(
@@ -87,7 +34,7 @@ def bench_generate(
     """Decode tokens/s at each batch size; returns figures and a text summary."""
     import torch
 
-    from .backends.hf import HFGenerator
+    from ..model.backends.hf import HFGenerator
 
     emit = on_event or (lambda _m: None)
     dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
@@ -197,84 +144,3 @@ def _profile(gen: Any, prompt: Any, budget: int, params: Any, steps: int = 16) -
     return prof.key_averages().table(
         sort_by="cuda_time_total", row_limit=14, max_name_column_width=70
     )
-
-
-def bench_finetune(
-    shape: str = "autotriton",
-    examples: int = 8,
-    seq_tokens: int = 2048,
-    prompt_tokens: int = 1024,
-    rank: int = 16,
-    device: str = "auto",
-    on_event: Any = None,
-) -> dict[str, Any]:
-    """LoRA training speed and peak memory of `train_lora` on a random-weight model.
-
-    One epoch over `examples` sequences of `seq_tokens` tokens whose first
-    `prompt_tokens` are masked out of the loss, as a prompt is in real training. The
-    first step (allocations, kernel selection) is reported apart.
-    """
-    import tempfile
-
-    import torch
-
-    from .finetune import FinetuneOptions, train_lora
-
-    emit = on_event or (lambda _m: None)
-    dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
-    t0 = time.perf_counter()
-    model = random_llama(AUTOTRITON_SHAPE if shape == "autotriton" else TINY_SHAPE, dev)
-    build_s = time.perf_counter() - t0
-    vocab = model.config.vocab_size
-    g = torch.Generator().manual_seed(0)
-    prompt_tokens = min(prompt_tokens, seq_tokens // 2)
-    data = []
-    for _ in range(examples):
-        ids = torch.randint(3, vocab, (seq_tokens,), generator=g).tolist()
-        data.append((ids, [-100] * prompt_tokens + ids[prompt_tokens:]))
-    stamps: list[tuple[float, float]] = []
-
-    def progress(d: dict[str, Any]) -> None:
-        if dev == "cuda":
-            torch.cuda.synchronize()
-        stamps.append((time.perf_counter(), d["loss"]))
-        emit(f"step {d['step']}/{d['steps']}: loss {d['loss']:.3f}")
-
-    if dev == "cuda":
-        torch.cuda.reset_peak_memory_stats()
-    options = FinetuneOptions(rank=rank, epochs=1, max_length=seq_tokens)
-    with tempfile.TemporaryDirectory() as tmp:
-        s0 = time.perf_counter()
-        r = train_lora(model, None, [], tmp, options, on_progress=progress, encoded=data)
-        total = time.perf_counter() - s0
-    steady = stamps[-1][0] - stamps[0][0] if len(stamps) > 1 else 0.0
-    result: dict[str, Any] = {
-        "shape": shape,
-        "device": dev,
-        "build_s": build_s,
-        "examples": examples,
-        "seq_tokens": seq_tokens,
-        "rank": rank,
-        "first_step_s": stamps[0][0] - s0 if stamps else None,
-        "tokens_per_s": (len(stamps) - 1) * seq_tokens / steady if steady else None,
-        "seconds": total,
-        "tokens": r["tokens"],
-        "trainable_params": sum(p.numel() for p in r["model"].parameters() if p.requires_grad),
-        "losses": [loss for _, loss in stamps],
-    }
-    if dev == "cuda":
-        result["gpu"] = torch.cuda.get_device_name()
-        result["peak_memory_gb"] = torch.cuda.max_memory_allocated() / 2**30
-    head = f"LoRA training, {shape} shape, random weights, {dev}" + (
-        f" ({result['gpu']})" if dev == "cuda" else ""
-    )
-    lines = [
-        f"{head}: rank {rank}, all linear layers, {examples} x {seq_tokens} tokens "
-        f"({prompt_tokens} masked), one epoch",
-        f"  first step {result['first_step_s']:.1f} s; then "
-        + (f"{result['tokens_per_s']:.0f} tokens/s" if result["tokens_per_s"] else "n/a"),
-    ]
-    if dev == "cuda":
-        lines.append(f"  peak GPU memory {result['peak_memory_gb']:.1f} GiB")
-    result["text"] = "\n".join(lines)
-    return result

@@ -12,8 +12,8 @@ themselves (group-relative advantages), so the model moves towards its better an
 - a fail of an integrity check (a decoy kernel, a torch fallback, returning cached
   results, ... VERIFY.md): -1, so cheating is worse than being wrong.
 
-This joins model/ (the weights, the prompt) and verify/ (the reward), so it lives beside
-the pipeline, not in either room. The adapter is kept in the adapters registry like an
+This joins model/ (the weights, the prompt) and verify/ (the reward), so it lives in
+training/, not in either room. The adapter is kept in the adapters registry like an
 SFT one and used by the next generations the same way.
 """
 
@@ -24,11 +24,11 @@ from collections import Counter
 from collections.abc import Callable, Collection
 from typing import Any
 
-from .model.generator import Cancel, Chat, Completion, GenerationError
-from .pipeline import CandidateResult
-from .task import Candidate, Task
-from .verify import Report, Verifier, VerifyOptions
-from .verify.report import GAMING_CHECKS
+from ..model.generator import Cancel, Chat, Completion, GenerationError
+from ..pipeline import CandidateResult
+from ..task import Candidate, Task
+from ..verify import Report, Verifier, VerifyOptions
+from ..verify.report import GAMING_CHECKS
 
 
 def reward(report: Report | None) -> float:
@@ -148,15 +148,11 @@ def run_grpo(
         raise GenerationError(
             "GRPO needs TRL: pip install 'autotriton-jupyter[hf]' (it brings trl and datasets)."
         ) from e
-    from .model.adapters import adapters_dir
-    from .model.backends.hf import HFGenerator
-    from .model.finetune import (
-        dataset_from_library,
-        keep_adapter,
-        split,
-        trainable_base,
-    )
-    from .model.registry import ModelOptions
+    from ..model.adapters import adapters_dir
+    from ..model.backends.hf import HFGenerator
+    from ..model.registry import ModelOptions
+    from .dataset import dataset_from_library, split
+    from .sft import keep_adapter, trainable_base
 
     mo = model_options or ModelOptions()
     spec = trainable_base(base, name, mo)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..task import Candidate, Task
-from .judge import Verifier, VerifyOptions
+from ..verify.judge import Verifier, VerifyOptions
 
 
 def run_benchmark(
