@@ -52,8 +52,11 @@ class TritonizeOptions:
     verify: VerifyOptions = dataclasses.field(default_factory=VerifyOptions)
     class_name: str = "Model"
     speed_rounds: int = 0  # rounds asking for a faster kernel while the best is slower than compile
-    tune: bool = False  # the tuning pass over the best passing candidate (tuning.py)
+    # The tuning pass over the best passing, timed candidate (tuning.py): on by default,
+    # within tune_budget_s of verification (None: every variant, however long it takes).
+    tune: bool = True
     tune_variants: int = 12
+    tune_budget_s: float | None = 20.0
     # Which speed figure ranks passing candidates (and decides speed rounds): "device",
     # calls back to back (what a kernel costs inside a model), or "call", one call on an
     # idle GPU (launch included). See verify/timing.py.
@@ -61,6 +64,17 @@ class TritonizeOptions:
 
 
 RANK_FIGURES = {"device": "back to back", "call": "one call"}
+
+
+def tune_settings(tune: bool, no_tune: bool, budget_s: float | None) -> dict[str, Any]:
+    """TritonizeOptions' tuning fields from a front's flags: tuning within the budget
+    unless --no-tune; --tune asks for every variant, with no budget."""
+    if tune and no_tune:
+        raise ConfigError("--tune and --no-tune ask for opposite things: give one of them.")
+    return {
+        "tune": not no_tune,
+        "tune_budget_s": None if tune else (TritonizeOptions.tune_budget_s if budget_s is None else budget_s),
+    }
 
 
 class ConfigError(ValueError):

@@ -344,7 +344,9 @@ def _judge_samples(
     result = tritonize(
         task,
         generator,
-        TritonizeOptions(n=n, rounds=rounds, params=options.params, verify=options.verify),
+        TritonizeOptions(
+            n=n, rounds=rounds, params=options.params, verify=options.verify, tune=False
+        ),  # the model's own kernels are measured, not tuned ones
         verifier=verifier,
         on_event=on_event,
     )

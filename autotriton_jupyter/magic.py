@@ -19,7 +19,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from traitlets import Float, Integer, Unicode
 
-from .config import RANK_FIGURES, ConfigError, TritonizeOptions, from_flags
+from .config import RANK_FIGURES, ConfigError, TritonizeOptions, from_flags, tune_settings
 from .model.generator import GenerationError, GenerationParams
 from .store import NoLibrary, Store, StoreError
 from .task import TaskError
@@ -67,7 +67,9 @@ class AutotritonMagics(Magics):
     @argument("--inputs", help="forward arguments, a Python expression (with --module)")
     @argument("--init", help="constructor arguments, a Python expression (with --module)")
     @argument("--no-timing", action="store_true", help="skip GPU timing")
-    @argument("--tune", action="store_true", help="tune the best kernel's launch parameters (each variant verified)")
+    @argument("--tune", action="store_true", help="try every tuning variant, however long it takes")
+    @argument("--no-tune", action="store_true", help="skip the tuning pass (by default within --tune-budget)")
+    @argument("--tune-budget", type=float, help="seconds the tuning pass may take")
     @argument("--speed-rounds", type=int, help="ask for a faster kernel while the best is slower than torch.compile")
     @argument(
         "--rank-by",
@@ -198,6 +200,9 @@ class AutotritonMagics(Magics):
             flags = ("device", "seed", "allow_torch", "shapes", "no_timing", "no_cache", "no_sandbox")
             vo = from_flags("verify", VerifyOptions(), {k: getattr(args, k) for k in flags})
             mo = self._model_options(args)
+            tuning = tune_settings(args.tune, args.no_tune, args.tune_budget)
+            if args.tune_budget is not None and not args.tune_budget >= 0:
+                raise ConfigError(f"--tune-budget {args.tune_budget}: give seconds, 0 or more.")
         except (TaskError, ConfigError) as e:
             _error(str(e))
             return
@@ -219,7 +224,7 @@ class AutotritonMagics(Magics):
             params=params,
             verify=vo,
             class_name="Model",
-            tune=args.tune,
+            **tuning,
             speed_rounds=args.speed_rounds or 0,
             rank_by=args.rank_by or TritonizeOptions.rank_by,
         )

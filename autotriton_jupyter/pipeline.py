@@ -336,6 +336,7 @@ def _tune_best(
         lambda cands: v.verify_many(task, cands),
         o.tune_variants,
         on_event=lambda m: emit(PipelineEvent("tuning", m)),
+        budget_s=o.tune_budget_s,
     )
     emit(PipelineEvent("tuning", got.summary(), data={"tuning": got.to_dict()}))
     if got.suspect:  # the same code, caught cheating with other launch parameters

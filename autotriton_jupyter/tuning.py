@@ -17,6 +17,7 @@ the sweep that uses it.
 from __future__ import annotations
 
 import ast
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,7 @@ STAGES = (1, 2, 3, 4, 5)
 BLOCK_RANGE = (16, 8192)  # a size is halved or doubled, never beyond these
 FASTER = 0.95  # a variant counts as faster below this fraction of the original's time
 DEFAULT_VARIANTS = 12
+BATCH = 4  # variants verified together when a time budget is set (checked between batches)
 
 
 @dataclass(frozen=True)
@@ -82,12 +84,14 @@ class Tuning:
     # A variant failed a check that catches cheating: the kernel's code can cheat, and the
     # original passed only where it did not. Tuning stops, and the caller fails the original.
     suspect: str = ""
+    stopped: str = ""  # why fewer variants were tried than made (the time budget was spent)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "original_ms": self.original_ms,
             "skipped": self.skipped or None,
             "suspect": self.suspect or None,
+            "stopped": self.stopped or None,
             "best": None
             if self.best is None
             else {
@@ -110,6 +114,8 @@ class Tuning:
         if self.suspect:
             return f"tuning stopped: {self.suspect}"
         lines = [f"tuning: {len(self.tried)} variants, each verified in full"]
+        if self.stopped:
+            lines[0] += f"; {self.stopped}"
         for t in self.tried:
             ms = f"{t.ms:.4f} ms" if t.ms is not None else "no time"
             why = f" ({t.reason})" if t.reason else ""
@@ -380,9 +386,13 @@ def tune(
     judge: Judge,
     limit: int = DEFAULT_VARIANTS,
     on_event: Callable[[str], None] | None = None,
+    budget_s: float | None = None,
 ) -> Tuning:
     """Sweep the launch parameters of a candidate that passed with timing; every variant
-    goes through `judge` (the full verifier) and only a passing, timed one can win."""
+    goes through `judge` (the full verifier) and only a passing, timed one can win.
+
+    With `budget_s`, variants are verified BATCH at a time and no batch starts that the
+    time of the earlier ones says would end past the budget (the first always runs)."""
     tell = on_event or (lambda _m: None)
     base = _ms(original)
     if getattr(original, "verdict", None) != "pass":
@@ -395,6 +405,13 @@ def tune(
         why = "; ".join(notes) or "no launch parameter written as a number, and no launch to add one to"
         return Tuning(base, skipped=f"nothing to tune: {why}")
     result = Tuning(base)
+    started = time.monotonic()
+
+    def affordable(n: int) -> bool:
+        if budget_s is None or not result.tried:
+            return True
+        spent = time.monotonic() - started
+        return spent + n * spent / len(result.tried) <= budget_s
 
     def run(batch: list[Variant]) -> list[Tried]:
         cands = [
@@ -410,14 +427,24 @@ def tune(
         result.tried.extend(got)
         return got
 
-    singles = run(todo)
-    if _suspect(result):
-        return result
+    size = len(todo) if budget_s is None else BATCH
+    singles: list[Tried] = []
+    for at in range(0, len(todo), size):
+        batch = todo[at : at + size]
+        if not affordable(len(batch)):
+            result.stopped = (
+                f"stopped after {len(singles)} of {len(todo)}: the tuning budget of "
+                f"{budget_s:g} s was spent"
+            )
+            break
+        singles.extend(run(batch))
+        if _suspect(result):
+            return result
     improving = sorted(
         (t for t in singles if t.ms is not None and t.ms < base * FASTER), key=lambda t: t.ms or 0.0
     )
     both = combine(candidate.source, [t.variant for t in improving])
-    if both is not None:
+    if both is not None and affordable(1):
         run([both])
         if _suspect(result):
             return result

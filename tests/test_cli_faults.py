@@ -340,3 +340,25 @@ def test_recover_refuses_names_sqlite_owns_and_files_that_are_not_libraries(tmp_
     with pytest.raises(StoreError, match="empty file"):
         recover(empty)
     assert not (tmp_path / "notes.recovered.sqlite").exists()
+
+
+def test_tune_and_no_tune_together_are_refused_before_any_work(tmp_path):
+    """Tuning is on by default for tritonize, within --tune-budget; --tune asks for every
+    variant and --no-tune for none: both at once is refused before the model loads."""
+    got = _cli(tmp_path, "tritonize", str(EXAMPLES / "tasks/add_relu.py"), "--model", "tiny",
+               "--tune", "--no-tune")  # fmt: skip
+    _one_line_refusal(got.returncode, got.stderr, "--no-tune")
+    assert not (tmp_path / "home" / "lib.sqlite").exists()
+    bad = _cli(tmp_path, "tritonize", str(EXAMPLES / "tasks/add_relu.py"), "--tune-budget", "-1")
+    _one_line_refusal(bad.returncode, bad.stderr, "--tune-budget")
+
+
+def test_tune_settings_from_flags():
+    assert config.tune_settings(False, False, None) == {
+        "tune": True, "tune_budget_s": config.TritonizeOptions.tune_budget_s,
+    }  # fmt: skip
+    assert config.tune_settings(True, False, None) == {"tune": True, "tune_budget_s": None}
+    assert config.tune_settings(False, True, None)["tune"] is False
+    assert config.tune_settings(False, False, 5.0)["tune_budget_s"] == 5.0
+    with pytest.raises(config.ConfigError, match="opposite"):
+        config.tune_settings(True, True, None)

@@ -212,3 +212,33 @@ def test_text_before_a_launch_in_another_alphabet_does_not_move_the_edits():
         changed = {key for key in before if before[key] != after.get(key)}
         assert len(changed) == 1 and len(after) == len(before), label
         assert 'é = "ünïcödé"; k[grid](' in v.source
+
+
+def test_a_time_budget_verifies_variants_in_batches_and_stops_when_spent(monkeypatch):
+    """With a budget, variants go to the verifier BATCH at a time, and a batch that the
+    earlier ones' pace says would end past the budget is not started (the summary says
+    how many were tried); the combination of improving changes too. Without one, all
+    go in one call."""
+    clock = [0.0]
+    monkeypatch.setattr(tuning.time, "monotonic", lambda: clock[0])
+    cand = Candidate(ROWWISE, "rowwise")
+    asked: list[int] = []
+
+    def judge(cands):  # 2 s a variant
+        asked.append(len(cands))
+        clock[0] += 2.0 * len(cands)
+        return [_report("pass", 0.5) for _ in cands]
+
+    made = len(tuning.variants(ROWWISE, 12))
+    assert made > tuning.BATCH
+    got = tuning.tune(cand, _report("pass", 1.0), judge, limit=12, budget_s=9)
+    # 4 variants: 8 s spent; 4 more would end at 16 s > 9: stop.
+    assert asked == [tuning.BATCH]
+    assert f"stopped after 4 of {made}" in got.stopped and "9 s" in got.summary()
+    assert got.to_dict()["stopped"] == got.stopped and got.best is not None
+    asked.clear()
+    roomy = tuning.tune(cand, _report("pass", 1.0), judge, limit=12, budget_s=1000)
+    assert asked[:2] == [4, 4] and sum(asked) >= made and not roomy.stopped
+    asked.clear()
+    whole = tuning.tune(cand, _report("pass", 1.0), judge, limit=12)
+    assert asked[0] == made and not whole.stopped

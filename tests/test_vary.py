@@ -78,8 +78,11 @@ def test_the_reference_decides_how_inputs_can_be_varied():
     def softmax(x):
         return torch.softmax(x, dim=-1)
 
-    def cholesky(a):  # needs a symmetric positive definite matrix: scaling it whole keeps one
+    def cholesky(a):  # needs a symmetric positive definite matrix: D a D is one
         return torch.linalg.cholesky(a)
+
+    def level(a):  # NaN unless every element is the same: only a factor for the whole keeps that
+        return torch.sqrt(1e-6 - (a - a.mean()) ** 2)
 
     def log_det(a):  # NaN once a is no longer positive definite
         return torch.logdet(a)
@@ -94,8 +97,10 @@ def test_the_reference_decides_how_inputs_can_be_varied():
     spd = low @ low.T / 32 + 1e-3 * torch.eye(64, dtype=torch.float64)  # barely definite
     base = torch.randn(8, generator=g)
     assert vary.probe_modes(softmax, [x], softmax(x), 1) == "elements"
-    assert vary.probe_modes(cholesky, [spd], cholesky(spd), 1) == "tensor"
-    assert vary.probe_modes(log_det, [spd], log_det(spd), 1) == "tensor"
+    assert vary.probe_modes(cholesky, [spd], cholesky(spd), 1) == "congruent"
+    assert vary.probe_modes(log_det, [spd], log_det(spd), 1) == "congruent"
+    flat = torch.full((16, 16), 0.375, dtype=torch.float64)
+    assert vary.probe_modes(level, [flat], level(flat), 1) == "tensor"
     assert vary.probe_modes(picky, [base], picky(base), 1) == "none"
     whole = torch.randint(0, 5, (8,))
     assert vary.probe_modes(lambda i: i * 2, [whole], whole * 2, 1) == "none"
@@ -114,3 +119,50 @@ def test_an_output_that_averages_over_the_input_moves_too():
     v = vary.Variation(5, [[x]])
     means = [float(vary.varied_copy([x], v, 0, c)[0].mean()) for c in range(6)]
     assert max(means) / min(means) > 1.05
+
+
+def test_congruent_variation_keeps_a_matrix_symmetric_and_definite_but_not_rescalable():
+    """Per row and column: a[i, j] * d_i * d_j for square matrices (symmetry and
+    definiteness kept, so a Cholesky task runs on it), r_i * c_j otherwise; no single
+    factor relates a varied call to the base set (a kernel cannot read one element and
+    rescale an output it kept), each call's factors are new, and the same seed and call
+    give the same values whatever the layout."""
+    g = torch.Generator().manual_seed(4)
+    low = torch.randn(3, 48, 24, generator=g, dtype=torch.float64)
+    spd = low @ low.transpose(-1, -2) / 24 + 1e-3 * torch.eye(48, dtype=torch.float64)
+    spd = (spd + spd.transpose(-1, -2)) / 2  # exactly symmetric
+    wide = torch.randn(40, 24, generator=g)
+    vec = torch.rand(30, generator=g) + 0.5
+    v = vary.Variation(9, [[spd, wide, vec]], "congruent")
+    s0, w0, v0 = vary.varied_copy([spd, wide, vec], v, 0, 0)
+    s1, w1, _ = vary.varied_copy([spd, wide, vec], v, 0, 1)
+    assert torch.equal(s0, s0.transpose(-1, -2))
+    torch.linalg.cholesky(s0)  # still positive definite
+    for varied, base in ((s0, spd), (w0, wide), (v0, vec)):
+        ratio = varied / base
+        assert torch.all(ratio > 0) and torch.all(ratio < 1)  # signs and ranges kept
+        assert not torch.allclose(ratio, ratio.flatten()[0])  # not one factor
+    # rank one per matrix: ratio[i, j] * ratio[k, l] == ratio[i, l] * ratio[k, j]
+    r = w0 / wide
+    assert torch.allclose(r[:, :1] * r[:1, :], r * r[0, 0], rtol=1e-4)
+    assert not torch.allclose(s0, s1) and not torch.allclose(w0, w1)
+    # The reference's copy, laid out otherwise, is varied the same.
+    transposed = wide.T.contiguous().T
+    assert not transposed.is_contiguous()
+    again = vary.varied_copy([spd, transposed, vec], v, 0, 0)
+    assert torch.equal(again[1], w0) and torch.equal(again[0], s0)
+
+
+def test_running_out_of_memory_while_probing_never_weakens_the_variation():
+    """An out-of-memory error says nothing of what the task takes: the mode being tried
+    stands (a weaker one would let a kernel rescale a kept output)."""
+    calls = []
+
+    def hungry(x):
+        calls.append(1)
+        if len(calls) > 1:  # the base run fits, the varied copy does not
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        return x * 2
+
+    x = torch.randn(32, 32)
+    assert vary.probe_modes(hungry, [x], hungry(x), 1) == "elements"

@@ -232,6 +232,7 @@ def _types() -> dict[str, Callable[[str], Any]]:
         "temperature": _flag(number(0), "temperature"),
         "top_p": _flag(number(0, 1, above=True), "top_p"),
         "ms": _flag(number(0), "ms"),
+        "seconds": _flag(number(0), "seconds"),
         "idle": _flag(number(0, 7 * 24 * 60, above=True), "idle"),
         "name": _names("a non-empty name", lambda v: bool(v.strip())),
         "adapter": _names(

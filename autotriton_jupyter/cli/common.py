@@ -30,19 +30,38 @@ def _warn(message: str) -> None:
     print(f"autotriton: warning: {_one_line(message)}", file=sys.stderr, flush=True)
 
 
-def _add_tune_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--tune",
-        action="store_true",
-        help="after a pass with timing, sweep the kernels' launch parameters (num_warps, "
-        "num_stages, BLOCK sizes written as numbers); every variant is verified in full",
-    )
+def _add_tune_flags(p: argparse.ArgumentParser, by_default: bool = False) -> None:
+    """The tuning pass's flags: asked for with --tune (`verify`), or on by default within a
+    time budget (`tritonize`)."""
+    from ..config import TritonizeOptions
+
+    if by_default:
+        p.add_argument(
+            "--tune",
+            action="store_true",
+            help="try every variant in the tuning pass, however long it takes (by default the "
+            "best passing kernel's launch parameters are swept within --tune-budget)",
+        )
+        p.add_argument("--no-tune", action="store_true", help="skip the tuning pass")
+        p.add_argument(
+            "--tune-budget",
+            type=_types()["seconds"],
+            metavar="S",
+            help=f"seconds the tuning pass may take (default {TritonizeOptions.tune_budget_s:g})",
+        )
+    else:
+        p.add_argument(
+            "--tune",
+            action="store_true",
+            help="after a pass with timing, sweep the kernels' launch parameters (num_warps, "
+            "num_stages, BLOCK sizes written as numbers); every variant is verified in full",
+        )
     p.add_argument(
         "--tune-variants",
         type=_types()["count"],
-        default=12,
+        default=TritonizeOptions.tune_variants,
         metavar="N",
-        help="at most N one-parameter variants (default 12), then the improving ones together",
+        help="at most N one-parameter variants (default %(default)s), then the improving ones together",
     )
 
 

@@ -94,7 +94,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_tritonize(args: argparse.Namespace) -> int:
-    from ..config import TritonizeOptions
+    from ..config import TritonizeOptions, tune_settings
     from ..model.generator import GenerationParams
     from ..model.registry import load
     from ..pipeline import tritonize
@@ -103,6 +103,7 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
     from ..verify.report import format_text
 
     task = Task.from_file(args.reference)
+    tuning = tune_settings(args.tune, args.no_tune, args.tune_budget)  # refused before any work
     options = _model_options(args)
     verify = _options(args)
     with Store(args.library) as store:  # before any work: a library that cannot take the results
@@ -113,8 +114,8 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
         n=args.n,
         rounds=args.rounds,
         verify=verify,
-        tune=args.tune,
         tune_variants=args.tune_variants,
+        **tuning,
         speed_rounds=args.speed_rounds,
         rank_by=args.rank_by,
         params=GenerationParams(
@@ -234,7 +235,7 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
         help="the speed figure that ranks candidates: device (calls back to back, what a kernel "
         f"costs inside a model) or call (one call on an idle GPU, launch included; default {run.rank_by})",
     )
-    _add_tune_flags(t)
+    _add_tune_flags(t, by_default=True)
     t.add_argument(
         "--library",
         type=output_file,

@@ -42,7 +42,7 @@ def before_after(
                 res = tritonize(
                     task,
                     gen,
-                    TritonizeOptions(n=n, params=greedy, verify=verify),
+                    TritonizeOptions(n=n, params=greedy, verify=verify, tune=False),
                     verifier=verifier,
                 )
                 if res.best:

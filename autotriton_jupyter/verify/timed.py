@@ -217,6 +217,13 @@ class TimedChecks:
                 "float tensor with fractional values, or the reference takes none varied), so "
                 "a kernel that keeps its outputs by input value would time as fast as a copy"
             )
+        elif ref.vary_mode == "congruent":
+            r.notes.append(
+                "the timed calls' matrices were varied by a factor per row and per column "
+                "(the reference takes no inputs varied element by element): a kernel for a "
+                "task that commutes with such scaling (a Cholesky factor) could rescale an "
+                "output it kept"
+            )
         elif ref.vary_mode == "tensor":
             r.notes.append(
                 "the timed calls' inputs were varied by one factor per tensor (the reference "

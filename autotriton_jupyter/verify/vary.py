@@ -9,7 +9,9 @@ and the call's number, times one factor in [LOW, HIGH) for the whole tensor (so 
 outputs that average over many elements move too): no two calls see the same values,
 and the outputs kept for the
 judge are checked against the reference run on the same varied inputs, which the
-reference's worker makes again from the seed.
+reference's worker makes again from the seed. A task whose reference cannot take factors
+per element (a matrix that must stay positive definite) gets the strongest variation it
+can take (MODES).
 
 The factors only shrink magnitudes and never change a sign, so a range the task's
 inputs keep (positive, within [-1, 1]) still holds. Float tensors whose values are all
@@ -54,11 +56,20 @@ def _seed(seed: int, call: int, position: int) -> int:
     return (seed * 1_000_003 + call * 8191 + position) % (1 << 63)
 
 
-# How inputs are varied, most thorough first: each element by its own factor; each tensor
-# by one factor (keeps symmetry, order, definiteness, but a kernel whose output scales
-# with its input could rescale a kept one); not at all. The reference's task decides
-# (probe_modes): the first mode the reference runs on, with no new NaN or inf.
-MODES = ("elements", "tensor", "none")
+# How inputs are varied, most thorough first:
+# - "elements": each element by its own factor;
+# - "congruent": each matrix (the last two dimensions) by a factor per row and one per
+#   column, d_i * d_j when it is square, so that symmetry, definiteness, rank and every
+#   sign are kept; a kernel could only rescale an output it kept where its task commutes
+#   with such scaling (a Cholesky factor does), and it would have to work out every factor;
+# - "tensor": each tensor by one factor (keeps every property that scaling keeps, but a
+#   kernel whose output scales with its input could read one element and rescale a kept
+#   output);
+# - "none".
+# The reference's task decides (probe_modes): the first mode the reference runs on, with no
+# new NaN or inf. Tensors of fewer than two dimensions get factors per element in
+# "congruent" mode (a factor per row of a vector is one per element).
+MODES = ("elements", "congruent", "tensor", "none")
 
 
 class Variation:
@@ -86,6 +97,9 @@ class Variation:
             if self.mode == "tensor":
                 _mul(b, whole)
                 continue
+            if self.mode == "congruent" and b.dim() >= 2:
+                self._congruent(b, whole, _seed(self.seed, call, p))
+                continue
             n = b.numel()
             noise = self._noise(b.device, min(n, PERIOD))
             g = torch.Generator(device=b.device)
@@ -102,6 +116,26 @@ class Variation:
                 _mul(flat[start:end], noise[: end - start])
             if not contiguous:
                 _copy(b, flat.view(b.shape))
+
+    def _congruent(self, b: torch.Tensor, whole: float, seed: int) -> None:
+        """Each matrix of `b` times d_i * d_j * whole (square) or r_i * c_j * whole."""
+        *batch, m, n = b.shape
+        g = torch.Generator(device=b.device)
+        g.manual_seed(seed)
+        rows = torch.empty((*batch, m, 1), dtype=torch.float32, device=b.device)
+        _uniform(rows, LOW, HIGH, generator=g)
+        if m == n:
+            cols = rows.transpose(-1, -2)
+        else:
+            cols = torch.empty((*batch, 1, n), dtype=torch.float32, device=b.device)
+            _uniform(cols, LOW, HIGH, generator=g)
+        # One factor per element, d_i * d_j made before it meets the value, so that a
+        # symmetric matrix stays exactly symmetric; a block of rows at a time (bounded memory).
+        step = max(1, PERIOD // max(1, n))
+        for start in range(0, m, step):
+            end = min(m, start + step)
+            factor = rows[..., start:end, :] * cols * whole
+            _mul(b[..., start:end, :], factor.to(b.dtype))
 
     def _noise(self, device: torch.device, n: int) -> torch.Tensor:
         key = (str(device), n)
@@ -137,6 +171,11 @@ def probe_modes(model: Any, values: Sequence[Any], base_out: Any, seed: int) -> 
                 out = model(*varied_copy(values, variation, 0, 0))
             if _finite_count(out) >= want:
                 return mode
+        except torch.OutOfMemoryError:
+            # No memory for a varied copy says nothing of what the task takes: the mode
+            # stands rather than a weaker one (a reference that then fails on the varied
+            # inputs leaves the candidate without figures, with a note).
+            return mode
         except Exception:
             continue
     return "none"
