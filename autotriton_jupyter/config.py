@@ -64,6 +64,8 @@ class TritonizeOptions:
 
 
 RANK_FIGURES = {"device": "back to back", "call": "one call"}
+# Calls under this many ms are mostly host launch time: eval marks them launch-bound.
+LAUNCH_BOUND_MS = 0.1
 
 
 def tune_settings(tune: bool, no_tune: bool, budget_s: float | None) -> dict[str, Any]:
@@ -71,6 +73,13 @@ def tune_settings(tune: bool, no_tune: bool, budget_s: float | None) -> dict[str
     unless --no-tune; --tune asks for every variant, with no budget."""
     if tune and no_tune:
         raise ConfigError("--tune and --no-tune ask for opposite things: give one of them.")
+    if tune and budget_s is not None:
+        raise ConfigError(
+            "--tune tries every variant, however long it takes, and --tune-budget limits the "
+            "time: give one of them."
+        )
+    if budget_s is not None and not budget_s >= 0:
+        raise ConfigError(f"--tune-budget {budget_s}: give seconds, 0 or more.")
     return {
         "tune": not no_tune,
         "tune_budget_s": None if tune else (TritonizeOptions.tune_budget_s if budget_s is None else budget_s),

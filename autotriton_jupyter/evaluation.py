@@ -31,14 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import TritonizeOptions
+from .config import LAUNCH_BOUND_MS, TritonizeOptions
 from .files import write_whole
 from .model.generator import GenerationParams
 from .task import Candidate, Task, TaskError
 from .verify import Verifier, VerifyOptions
 
 THRESHOLDS = (1.0, 1.2, 2.0)
-LAUNCH_BOUND_MS = 0.1
 
 
 @dataclass

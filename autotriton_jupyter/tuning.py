@@ -404,14 +404,20 @@ def tune(
     if not todo:
         why = "; ".join(notes) or "no launch parameter written as a number, and no launch to add one to"
         return Tuning(base, skipped=f"nothing to tune: {why}")
+    if budget_s is not None and budget_s <= 0:
+        return Tuning(base, skipped="the tuning budget is 0 s")
     result = Tuning(base)
     started = time.monotonic()
+    runs = [0]  # calls to the judge so far
 
-    def affordable(n: int) -> bool:
-        if budget_s is None or not result.tried:
+    def affordable() -> bool:
+        """Whether one more call to the judge (a batch, or the lone combination: verified
+        alone, it has no parallel runs to share its time with) fits in the budget, by the
+        average call so far."""
+        if budget_s is None or not runs[0]:
             return True
         spent = time.monotonic() - started
-        return spent + n * spent / len(result.tried) <= budget_s
+        return spent + spent / runs[0] <= budget_s
 
     def run(batch: list[Variant]) -> list[Tried]:
         cands = [
@@ -420,6 +426,7 @@ def tune(
         ]
         tell(f"tuning: verifying {len(batch)} variant(s) of {candidate.name} in full")
         reports = judge(cands)
+        runs[0] += 1
         got = [
             Tried(v, r.verdict, _ms(r) if r.verdict == "pass" else None, _reason(r), r)
             for v, r in zip(batch, reports)
@@ -431,7 +438,7 @@ def tune(
     singles: list[Tried] = []
     for at in range(0, len(todo), size):
         batch = todo[at : at + size]
-        if not affordable(len(batch)):
+        if not affordable():
             result.stopped = (
                 f"stopped after {len(singles)} of {len(todo)}: the tuning budget of "
                 f"{budget_s:g} s was spent"
@@ -444,10 +451,16 @@ def tune(
         (t for t in singles if t.ms is not None and t.ms < base * FASTER), key=lambda t: t.ms or 0.0
     )
     both = combine(candidate.source, [t.variant for t in improving])
-    if both is not None and affordable(1):
-        run([both])
-        if _suspect(result):
-            return result
+    if both is not None:
+        if affordable():
+            run([both])
+            if _suspect(result):
+                return result
+        elif not result.stopped:
+            result.stopped = (
+                f"the improving changes were not tried together: the tuning budget of "
+                f"{budget_s:g} s was spent"
+            )
     winners = [t for t in result.tried if t.ms is not None and t.ms < base * FASTER]
     result.best = min(winners, key=lambda t: t.ms or 0.0) if winners else None
     return result

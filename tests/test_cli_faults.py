@@ -309,7 +309,7 @@ def test_generate_refuses_a_folder_where_a_sample_goes_even_with_force(tmp_path,
 
 
 def test_samples_that_cannot_be_written_leave_no_partial_files(tmp_path):
-    from autotriton_jupyter.generate import _write_whole
+    from autotriton_jupyter.pipeline.samples import _write_whole
     from autotriton_jupyter.task import TaskError
 
     target = tmp_path / "sample-1.md"
@@ -362,3 +362,7 @@ def test_tune_settings_from_flags():
     assert config.tune_settings(False, False, 5.0)["tune_budget_s"] == 5.0
     with pytest.raises(config.ConfigError, match="opposite"):
         config.tune_settings(True, True, None)
+    with pytest.raises(config.ConfigError, match="give one of them"):
+        config.tune_settings(True, False, 10.0)
+    with pytest.raises(config.ConfigError, match="0 or more"):
+        config.tune_settings(False, False, float("nan"))

@@ -222,27 +222,6 @@ def test_retry_runs_the_cell_again(ip, library, task_cell, corpus, monkeypatch):
     assert list(first.widget.children) == [first.rerun]
 
 
-def test_progress_folds_the_streamed_text_per_sample():
-    from autotriton_jupyter.magic import _Progress
-    from autotriton_jupyter.model.generator import Event
-    from autotriton_jupyter.pipeline import PipelineEvent
-
-    def token(sample: int, text: str, tokens: int) -> PipelineEvent:
-        ev = Event("token", sample=sample, text=text, tokens=tokens, tokens_per_s=10.0)
-        return PipelineEvent("token", sample=sample, data={"event": ev})
-
-    p = _Progress()
-    p.model("loaded tiny")
-    for i, piece in enumerate(["<think>", "tile ", "by 128", "</think>"]):
-        p.event(token(0, piece, i + 1))
-    p.event(token(1, "x", 1))
-    p.event(PipelineEvent("verified", "pass", sample=0))
-    p.close()
-    assert "loaded tiny" in p.status.value and "sample 1: pass" in p.status.value
-    assert len(p.folds.children) == 2 and p.folds.get_title(0).startswith("sample 1")
-    assert "tile by 128" in p.folds.children[0].value
-
-
 def test_an_edited_kernel_is_verified_again_before_it_is_accepted(
     ip, library, task_cell, corpus, monkeypatch
 ):

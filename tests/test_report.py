@@ -70,13 +70,13 @@ def test_every_gaming_check_is_one_the_verifier_reports():
 
 
 def test_the_result_view_names_both_timing_figures():
-    from autotriton_jupyter.pipeline import CandidateResult, Result
+    from autotriton_jupyter.pipeline import Attempt, Result
     from autotriton_jupyter.ui.html import candidate_rows, summary_line
 
     r = Report(device="cuda", timing={"candidate_ms": 0.05, "speedup_vs_eager": 0.5, "speedup_vs_compile": 0.8,
                                       "speedup_vs_eager_b2b": 1.2, "speedup_vs_compile_b2b": 1.1})
     r.add("correctness", PASS)
-    c = CandidateResult(0, 0, "p", "c", "stop", 1, 0.1, "code", None, r.finish())
+    c = Attempt(0, 0, "p", "c", "stop", 1, 0.1, "code", None, r.finish())
     res = Result("t", "m", [c])
     line = summary_line(res)
     assert "0.80x vs torch.compile (one call)" in line and "1.10x vs torch.compile back to back" in line
@@ -89,13 +89,13 @@ def test_the_result_view_names_both_timing_figures():
 
 def test_the_ranking_figure_decides_the_order():
     """Device time (back to back) ranks by default; per call when asked."""
-    from autotriton_jupyter.pipeline import CandidateResult, rank_key
+    from autotriton_jupyter.pipeline import Attempt, rank_key
 
     def cand(sample, call, device):
         r = Report(device="cuda", timing={"speedup_vs_compile": call, "speedup_vs_eager": call,
                                           "speedup_vs_compile_b2b": device, "speedup_vs_eager_b2b": device})
         r.add("correctness", PASS)
-        return CandidateResult(0, sample, "p", "c", "stop", 1, 0.1, "code", None, r.finish())
+        return Attempt(0, sample, "p", "c", "stop", 1, 0.1, "code", None, r.finish())
 
     a, b = cand(0, 2.0, 0.9), cand(1, 0.5, 1.5)  # a: fast alone, b: fast in a row
     assert sorted([a, b], key=rank_key) == [b, a]

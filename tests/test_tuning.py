@@ -242,3 +242,26 @@ def test_a_time_budget_verifies_variants_in_batches_and_stops_when_spent(monkeyp
     asked.clear()
     whole = tuning.tune(cand, _report("pass", 1.0), judge, limit=12)
     assert asked[0] == made and not whole.stopped
+
+
+def test_a_spent_budget_is_said_and_a_zero_budget_tunes_nothing(monkeypatch):
+    """The combination of improving changes, verified alone, is charged a whole call's
+    time; when it does not fit, the summary says so. A budget of 0 s tries nothing."""
+    clock = [0.0]
+    monkeypatch.setattr(tuning.time, "monotonic", lambda: clock[0])
+    cand = Candidate(ROWWISE, "rowwise")
+    made = len(tuning.variants(ROWWISE, 12))
+    calls: list[int] = []
+
+    def judge(cands):  # 5 s a call, whatever its size (the variants run in parallel)
+        calls.append(len(cands))
+        clock[0] += 5.0
+        return [_report("pass", 0.5) for _ in cands]
+
+    # Every batch fits in 5 s x batches, the combination would not.
+    batches = -(-made // tuning.BATCH)
+    got = tuning.tune(cand, _report("pass", 1.0), judge, limit=12, budget_s=5.0 * batches + 1)
+    assert calls == [min(tuning.BATCH, made - i) for i in range(0, made, tuning.BATCH)]
+    assert "not tried together" in got.stopped and got.best is not None
+    zero = tuning.tune(cand, _report("pass", 1.0), lambda cs: pytest.fail("nothing to verify"), budget_s=0)
+    assert "0 s" in zero.skipped

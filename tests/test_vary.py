@@ -96,14 +96,14 @@ def test_the_reference_decides_how_inputs_can_be_varied():
     low = torch.randn(64, 32, generator=g, dtype=torch.float64)
     spd = low @ low.T / 32 + 1e-3 * torch.eye(64, dtype=torch.float64)  # barely definite
     base = torch.randn(8, generator=g)
-    assert vary.probe_modes(softmax, [x], softmax(x), 1) == "elements"
-    assert vary.probe_modes(cholesky, [spd], cholesky(spd), 1) == "congruent"
-    assert vary.probe_modes(log_det, [spd], log_det(spd), 1) == "congruent"
+    assert vary.probe_modes(softmax, [[x]], [softmax(x)], 1) == "elements"
+    assert vary.probe_modes(cholesky, [[spd]], [cholesky(spd)], 1) == "congruent"
+    assert vary.probe_modes(log_det, [[spd]], [log_det(spd)], 1) == "congruent"
     flat = torch.full((16, 16), 0.375, dtype=torch.float64)
-    assert vary.probe_modes(level, [flat], level(flat), 1) == "tensor"
-    assert vary.probe_modes(picky, [base], picky(base), 1) == "none"
+    assert vary.probe_modes(level, [[flat]], [level(flat)], 1) == "tensor"
+    assert vary.probe_modes(picky, [[base]], [picky(base)], 1) == "none"
     whole = torch.randint(0, 5, (8,))
-    assert vary.probe_modes(lambda i: i * 2, [whole], whole * 2, 1) == "none"
+    assert vary.probe_modes(lambda i: i * 2, [[whole]], [whole * 2], 1) == "none"
     # One factor per tensor: the same for every element, new for every call.
     v = vary.Variation(3, [[spd]], "tensor")
     a, b = (vary.varied_copy([spd], v, 0, c)[0] / spd for c in (0, 1))
@@ -165,4 +165,43 @@ def test_running_out_of_memory_while_probing_never_weakens_the_variation():
         return x * 2
 
     x = torch.randn(32, 32)
-    assert vary.probe_modes(hungry, [x], hungry(x), 1) == "elements"
+    assert vary.probe_modes(hungry, [[x]], [hungry(x)], 1) == "elements"
+
+
+def test_a_kept_cholesky_factor_cannot_be_rescaled_to_a_congruent_call():
+    """A kernel for a Cholesky task can name its input set by a statistic that a factor per
+    row and column leaves unchanged (A_ij / sqrt(A_ii A_jj)), read those factors off the
+    diagonal and rescale the factor it kept (chol(D A D) = D chol(A)). The off-diagonal
+    shrink defeats it: the rescaled output misses the varied call's by far more than any
+    tolerance, while the reference still takes the input."""
+    g = torch.Generator().manual_seed(6)
+    x = torch.randn(64, 128, generator=g, dtype=torch.float64)
+    a = x @ x.T / 128 + 0.1 * torch.eye(64, dtype=torch.float64)
+    a = (a + a.T) / 2
+    kept = torch.linalg.cholesky(a)
+    v = vary.Variation(11, [[a]], "congruent")
+    for call in range(5):
+        varied = vary.varied_copy([a], v, 0, call)[0]
+        honest = torch.linalg.cholesky(varied)  # still positive definite
+        d = torch.sqrt(torch.diagonal(varied) / torch.diagonal(a))  # the attacker's estimate
+        rescaled = d[:, None] * kept
+        assert not torch.allclose(rescaled, honest, atol=1e-2, rtol=1e-2)
+
+
+def test_congruent_factors_match_their_precision_and_do_not_depend_on_how_they_are_applied(monkeypatch):
+    """float64 matrices get float64 factors (a badly conditioned one stays definite), and
+    applying them in small blocks, or to batch dimensions that cannot be merged, gives the
+    very same values as all at once (the reference's copy may be laid out otherwise)."""
+    q, _ = torch.linalg.qr(torch.randn(48, 48, generator=torch.Generator().manual_seed(7), dtype=torch.float64))
+    ill = q @ torch.diag(torch.logspace(0, -10, 48, dtype=torch.float64)) @ q.T
+    ill = (ill + ill.T) / 2
+    v = vary.Variation(13, [[ill]], "congruent")
+    for call in range(10):
+        torch.linalg.cholesky(vary.varied_copy([ill], v, 0, call)[0])
+    batch = torch.randn(3, 4, 10, 6, generator=torch.Generator().manual_seed(8))
+    permuted = batch.permute(1, 0, 2, 3).contiguous().permute(1, 0, 2, 3)  # batch dims that cannot merge
+    w = vary.Variation(17, [[batch]], "congruent")
+    whole = vary.varied_copy([batch], w, 0, 2)[0]
+    monkeypatch.setattr(vary, "PERIOD", 7)  # a few rows at a time
+    assert torch.equal(vary.varied_copy([batch], w, 0, 2)[0], whole)
+    assert torch.equal(vary.varied_copy([permuted], w, 0, 2)[0], whole)

@@ -34,7 +34,8 @@ import torch
 from autotriton_jupyter.verify import checks, wire
 from autotriton_jupyter.verify.checks import Comparison
 from autotriton_jupyter.verify.gpulock import GpuLock
-from autotriton_jupyter.verify.judge import Reference, Verifier, VerifyOptions
+from autotriton_jupyter.verify.judge import Verifier, VerifyOptions
+from autotriton_jupyter.verify.reference import Reference
 from autotriton_jupyter.verify.report import Report
 
 ROOT = Path(__file__).resolve().parents[1]

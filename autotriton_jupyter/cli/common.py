@@ -66,17 +66,20 @@ def _add_tune_flags(p: argparse.ArgumentParser, by_default: bool = False) -> Non
 
 
 def _add_verify_flags(p: argparse.ArgumentParser, seed: bool = True) -> None:
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where to run (default auto)")
+    from ..verify.options import VerifyOptions
+
+    d = VerifyOptions()  # the defaults a flag overrides (the config file's [verify] comes between)
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], help=f"where to run (default {d.device})")
     p.add_argument(
         "--trials",
         type=_setting("verify", "trials"),
-        help="fresh input sets from get_inputs() (default 3)",
+        help=f"fresh input sets from get_inputs() (default {d.trials})",
     )
     p.add_argument(
-        "--atol", type=_setting("verify", "atol"), help="absolute tolerance (default 1e-2)"
+        "--atol", type=_setting("verify", "atol"), help=f"absolute tolerance (default {d.atol:g})"
     )
     p.add_argument(
-        "--rtol", type=_setting("verify", "rtol"), help="relative tolerance (default 1e-2)"
+        "--rtol", type=_setting("verify", "rtol"), help=f"relative tolerance (default {d.rtol:g})"
     )
     p.add_argument(
         "--allow-torch",
@@ -107,7 +110,7 @@ def _add_verify_flags(p: argparse.ArgumentParser, seed: bool = True) -> None:
     p.add_argument(
         "--timeout",
         type=_setting("verify", "timeout"),
-        help="seconds allowed per step before a worker is killed (default 120)",
+        help=f"seconds allowed per step before a worker is killed (default {d.timeout:g})",
     )
     p.add_argument(
         "--no-cache",

@@ -56,6 +56,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: Any) -> None:
     """The `eval` subcommand."""
+    from ..config import LAUNCH_BOUND_MS
     e = sub.add_parser(
         "eval", help="measure a model, or a folder of candidates, on a folder of tasks"
     )
@@ -79,8 +80,8 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
     e.add_argument(
         "--launch-bound-ms",
         type=T["ms"],
-        default=0.1,
-        help="mark timings under this many ms per call as launch-bound (default 0.1)",
+        default=LAUNCH_BOUND_MS,
+        help="mark timings under this many ms per call as launch-bound (default %(default)s)",
     )
     e.add_argument("--json", action="store_true")
     _add_verify_flags(e)

@@ -23,7 +23,7 @@ from .common import (
 
 
 def _check_generate(args: argparse.Namespace) -> None:
-    from ..generate import earlier_samples
+    from ..pipeline.samples import earlier_samples
     from ..task import TaskError
 
     out = args.output or f"autotriton-out/{Path(args.reference).stem}"
@@ -50,9 +50,9 @@ def _check_generate(args: argparse.Namespace) -> None:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from ..generate import generate_interruptibly, sample_record, write_samples
     from ..model.generator import GenerationParams
     from ..model.registry import load
+    from ..pipeline.samples import generate_interruptibly, sample_record, write_samples
     from ..task import Task
 
     task = Task.from_file(args.reference)
@@ -64,7 +64,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     )
     samples, interrupted = generate_interruptibly(task, generator, args.n, params, progress)
     out_dir = args.output or f"autotriton-out/{task.name}"
-    summary = write_samples(samples, out_dir, options.name)
+    summary, written = write_samples(samples, out_dir, options.name)
     if args.json:
         print(
             json.dumps(
@@ -72,17 +72,16 @@ def cmd_generate(args: argparse.Namespace) -> int:
                     "model": options.name,
                     "summary": str(summary),
                     "interrupted": interrupted,
-                    "samples": [sample_record(x) for x in samples],
+                    "samples": [sample_record(x, w) for x, w in zip(samples, written)],
                 }
             )
         )
     else:
-        for x in samples:
-            c = x.completion
-            what = x.code_path or f"no candidate ({x.extraction.problem})"
+        for x, w in zip(samples, written):
+            what = w["code"] or f"no candidate ({x.problem})"
             print(
-                f"sample {c.sample + 1}: {c.tokens} tokens in {c.seconds:.1f} s "
-                f"({c.tokens_per_s:.1f} tok/s, {c.finish_reason}) -> {what}"
+                f"sample {x.sample + 1}: {x.tokens} tokens in {x.seconds:.1f} s "
+                f"({x.tokens_per_s:.1f} tok/s, {x.finish_reason}) -> {what}"
             )
         print(f"written to {out_dir} (summary.json)")
     if interrupted:

@@ -166,12 +166,13 @@ def cmd_adapters(args: argparse.Namespace) -> int:
 
 def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: Any) -> None:
     """The `finetune`, `adapters` and `model` subcommands."""
+    from ..training.sft import FinetuneOptions
     f = sub.add_parser("finetune", help="train a LoRA adapter on your accepted kernels")
     f.add_argument(
-        "--base", type=T["name"], default="tiny-hf", help="a transformers model (default tiny-hf)"
+        "--base", type=T["name"], default="tiny-hf", help="a transformers model (default %(default)s)"
     )
     f.add_argument(
-        "--name", type=T["adapter"], default="personal", help="adapter name (default personal)"
+        "--name", type=T["adapter"], default="personal", help="adapter name (default %(default)s)"
     )
     f.add_argument("--rank", type=_setting("finetune", "rank"))
     f.add_argument("--alpha", type=_setting("finetune", "alpha"))
@@ -186,7 +187,7 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
     f.add_argument(
         "--generations",
         type=_setting("finetune", "generations"),
-        help="grpo: answers per task and step (default 4)",
+        help=f"grpo: answers per task and step (default {FinetuneOptions.generations})",
     )
     f.add_argument(
         "--steps",
@@ -196,7 +197,7 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
     f.add_argument(
         "--max-completion-tokens",
         type=_setting("finetune", "max_completion_tokens"),
-        help="grpo: answer length (default 4096)",
+        help=f"grpo: answer length (default {FinetuneOptions.max_completion_tokens})",
     )
     f.add_argument("--resume", action="store_true", help="continue an interrupted run")
     f.add_argument(

@@ -174,6 +174,8 @@ def cmd_verifier(args: argparse.Namespace) -> int:
 
 def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: Any) -> None:
     """The `verify` and `verifier` subcommands."""
+    from ..verify.options import VerifyOptions
+    from ..verify.service import IDLE_S
     v = sub.add_parser(
         "verify",
         help="judge a candidate ModelNew against a reference Model",
@@ -217,11 +219,13 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
     vstart.add_argument(
         "--idle",
         type=T["idle"],
-        default=30.0,
+        default=IDLE_S / 60,
         metavar="MINUTES",
-        help="minutes without a request before it stops (default 30)",
+        help="minutes without a request before it stops (default %(default)g)",
     )
-    vstart.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where to run (default auto)")
+    vstart.add_argument(
+        "--device", choices=["auto", "cpu", "cuda"], help=f"where to run (default {VerifyOptions.device})"
+    )
     vstart.add_argument(
         "--no-sandbox", action="store_true", help="run its workers without the OS sandbox (trusted code only)"
     )

@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from ..model.generator import Cancel, Chat, Completion, GenerationError
-from ..pipeline import CandidateResult
+from ..pipeline import Attempt
 from ..task import Candidate, Task
 from ..verify import Report, Verifier, VerifyOptions
 from ..verify.report import GAMING_CHECKS
@@ -68,7 +68,7 @@ class VerifierReward:
 
     def answer(
         self, i: int, prompt: Any, completion: Any, ids: list[int] | None
-    ) -> CandidateResult:
+    ) -> Attempt:
         """One answer as the pipeline sees a completion: its code, or why there is none."""
         text = completion[-1]["content"] if isinstance(completion, list) else str(completion)
         chat: Chat = []
@@ -77,7 +77,7 @@ class VerifierReward:
         elif isinstance(prompt, str):
             chat = [{"role": "user", "content": prompt}]
         done = Completion(text, len(ids or ()), self.finish_reason(ids), 0.0, sample=i)
-        return CandidateResult.from_completion(done, chat, sample=i)
+        return Attempt.from_completion(done, chat, sample=i)
 
     def __call__(
         self,

@@ -6,7 +6,7 @@ import difflib
 import html
 
 from ..config import RANK_FIGURES
-from ..pipeline import CandidateResult, Result
+from ..pipeline import Attempt, Result
 
 STYLE = """<style>
 .atr{font-family:var(--jp-ui-font-family,sans-serif);font-size:13px}
@@ -103,7 +103,7 @@ def diff_table(original: str, code: str) -> str:
     )
 
 
-def findings(c: CandidateResult) -> str:
+def findings(c: Attempt) -> str:
     r = c.report
     if r is None:
         return ""

@@ -271,3 +271,28 @@ class ResultView:
         self.widget.children = [self.rerun]
         with self.rerun:
             self.on_retry()
+
+
+def insert_cell(code: str, view: str, answer: Any) -> None:
+    """Ask the front end (autotriton's JupyterLab extension) for a new cell below the view.
+
+    `set_next_input` cannot do this from a button: it rides on the reply of the next cell
+    run. The extension answers whether it inserted; a front end without it closes the
+    comm unanswered, which is a "no".
+    """
+    from comm import create_comm
+
+    answered: list[bool] = []
+
+    def on_msg(msg: dict) -> None:
+        answered.append(True)
+        answer(bool(msg["content"]["data"].get("inserted")))
+
+    def on_close(_msg: dict) -> None:
+        if not answered:
+            answered.append(False)
+            answer(False)
+
+    c = create_comm(target_name="autotriton.insert", data={"code": code, "view": view})
+    c.on_msg(on_msg)
+    c.on_close(on_close)

@@ -20,7 +20,7 @@ from .report import CONDITIONAL, FAIL, PASS, Report
 from .sandbox import WorkerFailure
 
 if TYPE_CHECKING:
-    from .judge import Reference
+    from .reference import Reference
 
 REPLY_SLACK = 64 << 20  # a reply beyond its outputs: observations, notes
 
@@ -100,7 +100,7 @@ class TimedChecks:
                             "probe_vary",
                             self.options.timeout,
                             "The reference, on varied inputs",
-                            set=ref.sets[ref.timed[0]]["worker_index"],
+                            sets=[ref.sets[i]["worker_index"] for i in ref.timed],
                             seed=secrets.randbits(62),
                         )
                     mode = got.get("mode")

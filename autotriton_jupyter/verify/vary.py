@@ -21,6 +21,7 @@ and boolean ones: they often carry structure that scaling would break.
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Sequence
 from typing import Any
@@ -118,24 +119,55 @@ class Variation:
                 _copy(b, flat.view(b.shape))
 
     def _congruent(self, b: torch.Tensor, whole: float, seed: int) -> None:
-        """Each matrix of `b` times d_i * d_j * whole (square) or r_i * c_j * whole."""
+        """Each matrix of `b` (the last two dimensions) varied in place:
+
+        - a square one becomes whole * D (s * A + (1 - s) * diag(A)) D: its off-diagonal
+          part shrunk by a factor s, then a factor per row and the same per column. Both
+          keep symmetry, definiteness and signs; the shrink keeps a kernel from naming the
+          base set by a statistic that D leaves unchanged (A_ij / sqrt(A_ii A_jj)) and
+          rescaling an output it kept for it (D chol(A) is chol(D A D); no cheap rule
+          gives chol(s A + (1 - s) diag(A)) from chol(A));
+        - any other, whole * r_i * c_j.
+
+        Factors are drawn in float64 for float64 tensors (float32 would round a badly
+        conditioned matrix out of definiteness), and applied a block at a time (bounded
+        memory, whatever the batch).
+        """
         *batch, m, n = b.shape
+        if b.numel() == 0:
+            return
         g = torch.Generator(device=b.device)
         g.manual_seed(seed)
-        rows = torch.empty((*batch, m, 1), dtype=torch.float32, device=b.device)
+        ftype = torch.float64 if b.dtype == torch.float64 else torch.float32
+        rows = torch.empty((*batch, m, 1), dtype=ftype, device=b.device)
         _uniform(rows, LOW, HIGH, generator=g)
         if m == n:
             cols = rows.transpose(-1, -2)
+            shrink = LOW + (HIGH - LOW) * random.Random(seed ^ 0x5EED).random()
+            keep = b.diagonal(dim1=-2, dim2=-1).clone()
+            _mul(b, shrink)
+            _copy(b.diagonal(dim1=-2, dim2=-1), keep)
         else:
-            cols = torch.empty((*batch, 1, n), dtype=torch.float32, device=b.device)
+            cols = torch.empty((*batch, 1, n), dtype=ftype, device=b.device)
             _uniform(cols, LOW, HIGH, generator=g)
-        # One factor per element, d_i * d_j made before it meets the value, so that a
-        # symmetric matrix stays exactly symmetric; a block of rows at a time (bounded memory).
-        step = max(1, PERIOD // max(1, n))
-        for start in range(0, m, step):
-            end = min(m, start + step)
-            factor = rows[..., start:end, :] * cols * whole
-            _mul(b[..., start:end, :], factor.to(b.dtype))
+        # d_i * d_j is made before it meets the value, so a symmetric matrix stays exactly
+        # symmetric; at most PERIOD factors at a time: several matrices, or rows of one.
+        rows_f, cols_f = rows.reshape(-1, m, 1), cols.reshape(-1, 1, n)
+        try:
+            mats = [b.view(-1, m, n)]
+        except RuntimeError:  # batch dimensions that cannot merge: one matrix at a time
+            mats = [b[i].unsqueeze(0) for i in itertools.product(*(range(k) for k in batch))]
+        per = max(1, PERIOD // (m * n))
+        step = m if per > 1 else max(1, PERIOD // n)
+        first = 0
+        for group in mats:
+            for at in range(0, group.shape[0], per):
+                k = slice(first + at, first + min(group.shape[0], at + per))
+                for start in range(0, m, step):
+                    end = min(m, start + step)
+                    factor = rows_f[k, start:end] * cols_f[k] * whole
+                    _mul(group[at : at + per, start:end], factor.to(b.dtype))
+            first += group.shape[0]
 
     def _noise(self, device: torch.device, n: int) -> torch.Tensor:
         key = (str(device), n)
@@ -158,24 +190,37 @@ def _finite_count(out: Any) -> int:
     )
 
 
-def probe_modes(model: Any, values: Sequence[Any], base_out: Any, seed: int) -> str:
-    """The first of MODES the model takes on a varied copy of `values` without raising and
-    without NaN or inf where `base_out` (its output on `values`) had none."""
-    want = _finite_count(base_out)
+PROBE_DRAWS = 3  # varied copies of each set a mode must take
+
+
+def probe_modes(model: Any, sets: Sequence[Sequence[Any]], base_outs: Sequence[Any], seed: int) -> str:
+    """The first of MODES the model takes on varied copies of every set in `sets`
+    (PROBE_DRAWS calls each) without raising and without NaN or inf where its output on
+    the set itself (`base_outs`) had none."""
+    wants = [_finite_count(out) for out in base_outs]
     for mode in MODES[:-1]:
-        variation = Variation(seed, [values], mode)
+        variation = Variation(seed, sets, mode)
         if not variation.varies_anything:
             return "none"
         try:
             with torch.no_grad():
-                out = model(*varied_copy(values, variation, 0, 0))
-            if _finite_count(out) >= want:
+                ok = all(
+                    _finite_count(model(*varied_copy(values, variation, k, call))) >= want
+                    for call in range(PROBE_DRAWS)
+                    for k, (values, want) in enumerate(zip(sets, wants))
+                )
+            if ok:
                 return mode
         except torch.OutOfMemoryError:
             # No memory for a varied copy says nothing of what the task takes: the mode
-            # stands rather than a weaker one (a reference that then fails on the varied
-            # inputs leaves the candidate without figures, with a note).
+            # stands rather than a weaker one (if the reference then fails on the varied
+            # inputs while timed, the judge steps down a mode and says so).
             return mode
         except Exception:
             continue
     return "none"
+
+
+def weaker(mode: str) -> str:
+    """The next mode after `mode` in MODES ("none" stays "none")."""
+    return MODES[min(MODES.index(mode) + 1, len(MODES) - 1)] if mode in MODES else "none"

@@ -396,10 +396,10 @@ class WorkerState:
 
     def op_probe_vary(self, msg: dict) -> dict:
         """How the timed calls' inputs can be varied for this task (vary.probe_modes)."""
-        values = self.sets[msg["set"]]
+        sets = [self.sets[i] for i in msg["sets"]]
         with torch.no_grad():
-            base = self.model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in values])
-        return {"mode": vary.probe_modes(self.model, values, base, msg["seed"])}
+            bases = [self.model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in v]) for v in sets]
+        return {"mode": vary.probe_modes(self.model, sets, bases, msg["seed"])}
 
     def op_varied_outputs(self, msg: dict) -> dict:
         """The reference on the inputs numbered timed calls of a candidate saw (each an

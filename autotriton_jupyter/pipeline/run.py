@@ -13,107 +13,17 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-from .config import RANK_FIGURES, TritonizeOptions
-from .model.extract import extract
-from .model.generator import Cancel, Chat, Completion, Event, Generator
-from .model.prompts import repair_chat, speed_chat, task_chat
-from .task import Candidate, Task
-from .verify import Report, Verifier
-from .verify.report import FAIL
-
-
-@dataclass
-class CandidateResult:
-    """One sampled candidate: what the model wrote, what was extracted, and its report.
-
-    `chat` is the chat exactly as it was sent to the model (for a repair round: the task,
-    the failed answer and the verifier's reasons); `prompt` joins only its user turns, for
-    reading."""
-
-    round: int
-    sample: int
-    prompt: str
-    completion: str
-    finish_reason: str
-    tokens: int
-    seconds: float
-    code: str | None
-    problem: str | None
-    report: Report | None
-    chat: Chat = field(default_factory=list)
-    tuned: str = ""  # for a variant the tuning pass made: the launch parameters it changed
-
-    @classmethod
-    def from_completion(
-        cls, c: Completion, chat: Chat, round: int = 0, sample: int = 0
-    ) -> CandidateResult:
-        """The candidate in a completion: its code, or why there is none (cut off at the token
-        limit, interrupted, no code block), with the completion's finish reason kept."""
-        prompt = "\n\n".join(m["content"] for m in chat if m["role"] == "user")
-        if c.finish_reason == "cancelled":  # interrupted: what it wrote so far is no candidate
-            code, problem = None, "interrupted before it finished"
-        else:
-            ex = extract(c.text, c.finish_reason)
-            code, problem = ex.code, ex.problem if not ex.code else None
-        return cls(
-            round,
-            sample,
-            prompt,
-            c.text,
-            c.finish_reason,
-            c.tokens,
-            c.seconds,
-            code,
-            problem,
-            report=None,
-            chat=list(chat),
-        )
-
-    @property
-    def passed(self) -> bool:
-        return self.report is not None and self.report.verdict == "pass"
-
-    @property
-    def conditional(self) -> bool:
-        """Right on the task's inputs, wrong on inputs the judge made: not passed."""
-        return self.report is not None and self.report.verdict == "conditional"
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["report"] = self.report.to_dict() if self.report else None
-        return d
-
-
-@dataclass
-class Result:
-    """All candidates of a run, best first; `best` is None when none passed."""
-
-    task: str
-    model: str
-    candidates: list[CandidateResult]
-    cancelled: bool = False
-    seconds: float = 0.0
-    adapter: str | None = None  # the LoRA adapter the model ran with, if any
-    ranked_by: str = "device"  # the speed figure that ranked them (config.RANK_FIGURES)
-
-    @property
-    def best(self) -> CandidateResult | None:
-        return self.candidates[0] if self.candidates and self.candidates[0].passed else None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "task": self.task,
-            "model": self.model,
-            "adapter": self.adapter,
-            "ranked_by": self.ranked_by,
-            "cancelled": self.cancelled,
-            "seconds": self.seconds,
-            "best": 0 if self.best else None,
-            "candidates": [c.to_dict() for c in self.candidates],
-        }
+from ..config import RANK_FIGURES, TritonizeOptions
+from ..model.extract import extract
+from ..model.generator import Cancel, Chat, Event, Generator
+from ..model.prompts import repair_chat, speed_chat, task_chat
+from ..task import Candidate, Task
+from ..verify import Report, Verifier
+from ..verify.report import FAIL
+from .attempt import Attempt, Result, rank_key, speedups
 
 
 @dataclass
@@ -125,30 +35,6 @@ class PipelineEvent:
     sample: int = -1
     round: int = 0
     data: dict[str, Any] = field(default_factory=dict)
-
-
-def speedups(timing: dict[str, Any] | None, by: str = "device") -> tuple[float | None, float | None]:
-    """(vs torch.compile, vs eager) by one figure: "device" (calls back to back; one call's
-    figures where those were not measured) or "call" (one call on an idle GPU)."""
-    t = timing or {}
-    if by == "device" and t.get("speedup_vs_compile_b2b"):
-        return t.get("speedup_vs_compile_b2b"), t.get("speedup_vs_eager_b2b")
-    return t.get("speedup_vs_compile"), t.get("speedup_vs_eager")
-
-
-def rank_key(c: CandidateResult, by: str = "device") -> tuple:
-    """Passing first, then conditional; then faster against torch.compile, then against eager
-    (by the figure `by`: see speedups); then fewer failures."""
-    r = c.report
-    vs_compile, vs_eager = speedups(r.timing if r else None, by)
-    return (
-        0 if c.passed else 1 if c.conditional else 2,
-        -(vs_compile or 0.0),
-        -(vs_eager or 0.0),
-        len(r.failed()) if r else 99,
-        c.round,
-        c.sample,
-    )
 
 
 def _no_code_report(problem: str) -> Report:
@@ -172,7 +58,7 @@ def tritonize(
     own = verifier is None
     v = verifier or Verifier(o.verify, on_event=lambda m: emit(PipelineEvent("verifying", m)))
     t0 = time.perf_counter()
-    results: list[CandidateResult] = []
+    results: list[Attempt] = []
     try:
         chat = task_chat(task.source, o.class_name)
         chats = [chat]
@@ -242,7 +128,7 @@ def _sample(
     o: TritonizeOptions,
     emit: Callable[[PipelineEvent], None],
     cancel: Cancel,
-) -> list[CandidateResult]:
+) -> list[Attempt]:
     """One round: per_chat samples of each chat, each verified as soon as its code is complete."""
 
     def on_token(e: Event) -> None:
@@ -254,10 +140,10 @@ def _sample(
             chats, per_chat, o.params, on_event=overlap.watch(on_token), cancel=overlap.cancel
         )
         batch = [
-            CandidateResult.from_completion(c, chats[c.chat], rnd, i) for i, c in enumerate(completions)
+            Attempt.from_completion(c, chats[c.chat], rnd, i) for i, c in enumerate(completions)
         ]
         for b in batch:
-            emit(PipelineEvent("extracted", b.problem or "code extracted", sample=b.sample, round=rnd))
+            emit(PipelineEvent("extracted", "code extracted" if b.code else b.problem or "no code", sample=b.sample, round=rnd))
         overlap.finish(batch)
     finally:
         overlap.close()
@@ -271,7 +157,7 @@ def _speed_rounds(
     v: Verifier,
     task: Task,
     generator: Generator,
-    results: list[CandidateResult],
+    results: list[Attempt],
     o: TritonizeOptions,
     emit: Callable[[PipelineEvent], None],
     cancel: Cancel,
@@ -313,13 +199,13 @@ def _speed_rounds(
 def _tune_best(
     v: Verifier,
     task: Task,
-    results: list[CandidateResult],
+    results: list[Attempt],
     o: TritonizeOptions,
     emit: Callable[[PipelineEvent], None],
-) -> CandidateResult | None:
+) -> Attempt | None:
     """The tuning pass over the best passing, timed candidate: its best verified variant as
     a candidate of its own (ranked with the others), or None."""
-    from .tuning import tune
+    from ..tuning import tune
 
     timed = [
         c for c in results if c.passed and c.code and (c.report and (c.report.timing or {}).get("candidate_ms"))
@@ -350,7 +236,7 @@ def _tune_best(
         f"the tuning pass made this from {label} ({got.best.variant.describe()}); "
         f"{got.original_ms:.4f} ms there, {got.best.ms:.4f} ms here"
     )
-    return CandidateResult(
+    return Attempt(
         best.round,
         best.sample,
         best.prompt,
@@ -444,7 +330,7 @@ class _Overlap:
         )
         return rep
 
-    def finish(self, batch: list[CandidateResult]) -> None:
+    def finish(self, batch: list[Attempt]) -> None:
         """Reports for every sample with code: judged early when its code is the same."""
         self.generating.set()
         self.reference.result()  # a broken reference is the caller's error

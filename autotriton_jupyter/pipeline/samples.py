@@ -1,27 +1,18 @@
-"""Sample candidate kernels for a task and keep each completion with its extracted code (UI-free)."""
+"""`autotriton generate`: sample answers for a task and write each with its extracted code
+(UI-free). Each answer is an Attempt, made as the tritonize loop makes it."""
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
-from .files import write_whole
-from .model.extract import Extraction, extract
-from .model.generator import Cancel, Completion, EventSink, GenerationParams, Generator
-from .model.prompts import task_chat
-from .task import Task
-
-
-@dataclass
-class Sample:
-    """One completion, what was extracted from it, and where it was written."""
-
-    completion: Completion
-    extraction: Extraction
-    code_path: str | None = None
-    text_path: str | None = None
+from ..files import write_whole
+from ..model.generator import Cancel, EventSink, GenerationParams, Generator
+from ..model.prompts import task_chat
+from ..task import Task
+from .attempt import Attempt
 
 
 def generate_candidates(
@@ -32,11 +23,11 @@ def generate_candidates(
     on_event: EventSink | None = None,
     cancel: Cancel | None = None,
     class_name: str = "Model",
-) -> list[Sample]:
+) -> list[Attempt]:
     """n completions for the task, each with its extracted candidate source."""
     chat = task_chat(task.source, class_name)
     completions = generator.generate([chat], n, params, on_event=on_event, cancel=cancel)
-    return [Sample(c, extract(c.text, c.finish_reason)) for c in completions]
+    return [Attempt.from_completion(c, chat, sample=c.sample) for c in completions]
 
 
 def generate_interruptibly(
@@ -45,9 +36,9 @@ def generate_interruptibly(
     n: int,
     params: GenerationParams,
     on_event: EventSink | None = None,
-) -> tuple[list[Sample], bool]:
+) -> tuple[list[Attempt], bool]:
     """Like generate_candidates, but Ctrl-C cancels cleanly and keeps what finished."""
-    from .interrupt import run_interruptibly
+    from ..interrupt import run_interruptibly
 
     return run_interruptibly(
         lambda cancel: generate_candidates(task, generator, n, params, on_event, cancel)
@@ -71,7 +62,7 @@ def _write_whole(path: Path, text: str) -> None:
     try:
         write_whole(path, text)
     except OSError as e:
-        from .task import TaskError
+        from ..task import TaskError
 
         raise TaskError(
             f"{path} could not be written ({e.strerror or e}); the samples are not saved. Free "
@@ -79,52 +70,58 @@ def _write_whole(path: Path, text: str) -> None:
         ) from e
 
 
-def write_samples(samples: list[Sample], out_dir: str | Path, model: str) -> Path:
-    """Write sample-K.md (the whole completion), sample-K.py (the candidate) and summary.json."""
+def write_samples(attempts: list[Attempt], out_dir: str | Path, model: str) -> tuple[Path, list[dict[str, Any]]]:
+    """Write sample-K.md (the whole completion), sample-K.py (the candidate) and
+    summary.json; returns summary.json's path and its record of each sample."""
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        from .task import TaskError
+        from ..task import TaskError
 
         raise TaskError(
             f"The folder {out} could not be made ({e.strerror or e}); the samples are not "
             "saved. Choose a writable folder with -o DIR, then run again."
         ) from e
     summary = []
-    for s in samples:
-        k = s.completion.sample + 1
+    for a in attempts:
+        k = a.sample + 1
         text_path = out / f"sample-{k}.md"
-        _write_whole(text_path, s.completion.text)
-        s.text_path = str(text_path)
-        if s.extraction.code:
+        _write_whole(text_path, a.completion)
+        code_path = None
+        if a.code:
             code_path = out / f"sample-{k}.py"
-            _write_whole(code_path, s.extraction.code)
-            s.code_path = str(code_path)
+            _write_whole(code_path, a.code)
         summary.append(
             {
                 "sample": k,
-                "tokens": s.completion.tokens,
-                "seconds": round(s.completion.seconds, 3),
-                "tokens_per_s": round(s.completion.tokens_per_s, 2),
-                "finish_reason": s.completion.finish_reason,
-                "truncated": s.extraction.truncated,
-                "problem": s.extraction.problem,
-                "code": s.code_path,
-                "completion": s.text_path,
+                "tokens": a.tokens,
+                "seconds": round(a.seconds, 3),
+                "tokens_per_s": round(a.tokens_per_s, 2),
+                "finish_reason": a.finish_reason,
+                "truncated": a.truncated,
+                "problem": a.problem,
+                "code": str(code_path) if code_path else None,
+                "completion": str(text_path),
             }
         )
     path = out / "summary.json"
     _write_whole(path, json.dumps({"model": model, "samples": summary}, indent=2))
-    return path
+    return path, summary
 
 
-def sample_record(s: Sample) -> dict:
-    """A JSON-ready view of one sample."""
+def sample_record(a: Attempt, written: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A JSON-ready view of one sample (with where write_samples put it)."""
     return {
-        "completion": asdict(s.completion),
-        "code": s.extraction.code,
-        "problem": s.extraction.problem,
-        "truncated": s.extraction.truncated,
-        "code_path": s.code_path,
+        "completion": {
+            "text": a.completion,
+            "tokens": a.tokens,
+            "finish_reason": a.finish_reason,
+            "seconds": a.seconds,
+            "sample": a.sample,
+        },
+        "code": a.code,
+        "problem": a.problem,
+        "truncated": a.truncated,
+        "code_path": (written or {}).get("code"),
     }

@@ -1,0 +1,346 @@
+"""The reference a task's candidates are judged against (a part of Verifier).
+
+The reference runs once per task in a worker of its own: its parameters, the fresh input
+sets drawn from get_inputs(), the sets the judge makes from them (VERIFY.md item 14), its
+outputs on all of them, and its eager and torch.compile timings. The judge keeps the
+MAX_REFERENCES most recent references, so a cell run again does not pay for it twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..task import Task, TaskError
+from . import refcache, vary, wire
+from .checks import null_control
+from .sandbox import Worker, WorkerFailure
+from .shapes import ShapeError, describe, parse_shapes
+
+if TYPE_CHECKING:
+    from .options import VerifyOptions
+    from .sandbox import Pool
+
+MAX_REFERENCES = 4  # reference workers kept alive (one per recent task)
+# The most tensor data one message carries. Input sets and outputs beyond it travel in
+# several messages (one input set per message at worst), so a large task is judged in parts.
+PART_BYTES = 1 << 30
+# Input sets the judge makes from the task's own (VERIFY.md item 14): a candidate wrong only
+# on these is `conditional`, not `pass`.
+VARIANTS = ("signed", "scaled", "extreme", "zeros", "offset", "tiny")
+# Both models built again with get_init_inputs()'s floats scaled (a negative slope, an
+# epsilon, a scale): a kernel that hard-codes the one value the task builds with shows itself.
+INIT_SET = "init-scaled"
+INIT_SCALE = 1.5
+# ... and with its integers one larger (a p, a count, a power hard-coded), where that keeps
+# the reference's parameters and output shapes (an int that is a size or a dim does not).
+INIT_INT_SET = "init-shifted"
+INIT_SETS = (INIT_SET, INIT_INT_SET)
+# Variants whose point is a non-finite input: kept even when the reference's output is not
+# finite. None by default: NaN semantics of reductions differ between honest kernels and
+# torch (tl.max drops NaN, torch.max keeps it), so NaN inputs would fail honest kernels.
+NONFINITE_OK: tuple[str, ...] = ()
+
+
+@dataclass
+class Reference:
+    """What the reference worker produced for a task, reused by all its candidates."""
+
+    task: Task
+    worker: Worker
+    seed: int
+    init_inputs: list[Any]
+    state: dict[str, Any]
+    sets: list[dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
+    null: str | None = None
+    timing: dict[str, Any] | None = None
+    machine: dict[str, Any] = field(default_factory=dict)  # GPU and versions, from the worker
+    # The sets at the task's own shapes: timing refills one buffer with each in turn.
+    own_shape: list[int] = field(default_factory=list)
+    timed: list[int] = field(default_factory=list)
+    vary_mode: str | None = None  # how timing varies the timed sets (vary.MODES), once probed
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    # Input sets encoded once into sealed memory files, by (first, end) set index: every
+    # candidate's worker is handed the same files, which none of them can change.
+    sealed: dict[tuple[int, int], wire.Sealed] = field(default_factory=dict)
+    # Its own lock: sealing happens while the GPU is held shared, and `lock` is held while
+    # waiting for it exclusively (the reference's timing); one lock for both would deadlock.
+    sealed_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def input_sets(self, first: int, end: int) -> wire.Sealed:
+        """The command that gives a worker input sets first..end-1 (encoded once)."""
+        with self.sealed_lock:
+            if (first, end) not in self.sealed:
+                self.sealed[(first, end)] = wire.Sealed(
+                    {"op": "add_sets", "sets": [s["inputs"] for s in self.sets[first:end]]}
+                )
+            return self.sealed[(first, end)]
+
+    @property
+    def out_nbytes(self) -> list[int]:
+        outs = self.sets[0]["outputs"]
+        leaves = list(outs) if isinstance(outs, tuple | list) else [outs]
+        return [t.numel() * t.element_size() for t in leaves]
+
+
+@contextlib.contextmanager
+def _still_running(on_event: Callable[[str], None], what: str, limit: float) -> Iterator[None]:
+    """Says every 10 s that a step is still running, and when it will be stopped."""
+    done = threading.Event()
+    t0 = time.monotonic()
+
+    def tell() -> None:
+        while not done.wait(10.0):
+            on_event(
+                f"{what}: still running after {time.monotonic() - t0:.0f} s (stopped after "
+                f"{limit:g} s; --timeout or `timeout` under [verify] in the config changes that)"
+            )
+
+    thread = threading.Thread(target=tell, daemon=True, name="autotriton-still")
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+
+
+def _nbytes(tree: Any) -> int:
+    """Bytes of tensor data in a tree of tensors, lists and tuples."""
+    if isinstance(tree, list | tuple):
+        return sum(_nbytes(x) for x in tree)
+    n = getattr(tree, "numel", None)
+    return n() * tree.element_size() if callable(n) else 0
+
+
+def _shapes(tree: Any) -> Any:
+    """Shapes and dtypes of the tensors in a tree; other values as they are."""
+    if isinstance(tree, list | tuple):
+        return [_shapes(x) for x in tree]
+    if callable(getattr(tree, "numel", None)):
+        return f"{tuple(tree.shape)}:{tree.dtype}"
+    return repr(tree)
+
+
+def varied_init(init: list[Any], kind: type) -> list[Any] | None:
+    """get_init_inputs() with every non-zero float scaled by INIT_SCALE (kind float), or
+    every int one larger (kind int), also inside lists and tuples; None when there is
+    nothing of that kind to vary."""
+    changed = False
+
+    def one(x: Any) -> Any:
+        nonlocal changed
+        if kind is float and type(x) is float and x != 0.0 and math.isfinite(x):
+            changed = True
+            return x * INIT_SCALE
+        if kind is int and type(x) is int:
+            changed = True
+            return x + 1
+        if type(x) in (list, tuple):
+            return type(x)(one(v) for v in x)
+        return x
+
+    out = [one(x) for x in init]
+    return out if changed else None
+
+
+
+class ReferencePrep:
+    """Verifier's reference steps: prepare a task's reference (kept per task) and time it."""
+
+    options: VerifyOptions
+    device: str
+    pool: Pool
+    on_event: Callable[[str], None]
+    _refs: dict[str, Reference]
+    _refs_lock: threading.Lock
+
+    def prepare(self, task: Task) -> Reference:
+        """Run the reference once for this task: parameters, fresh input sets, outputs."""
+        o = self.options
+        key = f"{task.key}:{o.seed}:{o.trials}:{';'.join(o.shapes)}"
+        with self._refs_lock:
+            ref = self._refs.pop(key, None)
+            if ref is not None and not ref.worker.proc.is_alive():
+                self.pool.release(ref.worker)  # lost with its fork server: run it again
+                ref = None
+            if ref is None:
+                ref = self._prepare(task)
+            self._refs[key] = ref  # most recent last
+            while len(self._refs) > MAX_REFERENCES:
+                oldest = next(iter(self._refs))
+                self.pool.release(self._refs.pop(oldest).worker)
+            return ref
+
+    def _prepare(self, task: Task) -> Reference:
+        o = self.options
+        # The model seed and the input seeds are independent draws, so a candidate that reads
+        # torch.initial_seed() (the model is built under it) cannot predict its inputs.
+        draw = random.Random(o.seed) if o.seed is not None else secrets.SystemRandom()
+        seed = draw.randrange(2**31)
+        try:
+            extra_shapes = parse_shapes(o.shapes)
+        except ShapeError as e:
+            raise TaskError(str(e)) from e
+        input_seeds = [
+            draw.randrange(2**31) for _ in range(max(1, o.trials) + len(VARIANTS) + len(extra_shapes))
+        ]
+        self.on_event(f"reference: starting a worker on {self.device}")
+        self.pool.warm()
+        w = self.pool.acquire()
+        try:
+            with self.pool.lock.shared():
+                with _still_running(self.on_event, "reference: importing and building it", o.timeout):
+                    loaded = w.call(
+                        "load_reference", o.timeout, "The reference", source=task.source, seed=seed
+                    )
+                specs = [
+                    {"label": f"fresh-{i + 1}", "seed": input_seeds[i], "variant": "none"}
+                    for i in range(max(1, o.trials))
+                ]
+                specs += [
+                    {"label": v, "seed": input_seeds[-1 - k], "variant": v}
+                    for k, v in enumerate(VARIANTS)
+                ]
+                first = max(1, o.trials)
+                for label, kind in ((INIT_SET, float), (INIT_INT_SET, int)):
+                    varied = varied_init(loaded["init_inputs"], kind)
+                    if varied is not None:
+                        specs.append(
+                            {"label": label, "seed": input_seeds[0], "variant": "none", "init": varied}
+                        )
+                specs += [
+                    {
+                        "label": f"shape-{k + 1} ({describe(shapes)})",
+                        "seed": input_seeds[first + k],
+                        "variant": "none",
+                        "shapes": [list(sh) for sh in shapes],
+                    }
+                    for k, shapes in enumerate(extra_shapes)
+                ]
+                self.on_event(f"reference: computing outputs on {len(specs)} input sets")
+                got = self._trials(w, specs)
+        except WorkerFailure as f:
+            self.pool.release(w)
+            detail = (
+                f" Its output ended with:\n{f.log.strip()[-800:]}"
+                if f.kind == "crash" and f.log
+                else ""
+            )
+            if f.message.startswith("Input set 'shape-"):
+                raise TaskError(
+                    f"--shapes does not fit {task.path or task.name}: {f.message}"
+                ) from f
+            raise TaskError(
+                f"The reference {task.path or task.name} cannot be run: {f.message}{detail}"
+            ) from f
+        sets, notes = [], []
+        worker_index = 0
+        inits = {spec["label"]: spec["init"] for spec in specs if "init" in spec}
+        for s in got["sets"]:
+            if s["label"] in inits:
+                s["init"] = inits[s["label"]]
+                if "skipped" not in s and _shapes(s["outputs"]) != _shapes(got["sets"][0]["outputs"]):
+                    s = {"label": s["label"], "skipped": "its outputs have other shapes"}
+            if "skipped" in s:
+                notes.append(
+                    f"the reference cannot take the {s['label']} input variant "
+                    f"({s['skipped']}), so it was left out"
+                )
+                continue
+            s["worker_index"] = worker_index  # the reference worker keeps every set it ran
+            worker_index += 1
+            if (
+                (s["label"] in VARIANTS or s["label"] in INIT_SETS)
+                and s["label"] not in NONFINITE_OK
+                and not s["finite"]
+                and got["sets"][0]["finite"]
+            ):
+                notes.append(
+                    f"the {s['label']} input variant makes the reference non-finite, so it "
+                    "was left out"
+                )
+                continue
+            sets.append(s)
+        ref = Reference(task, w, seed, loaded["init_inputs"], loaded["state"], sets, notes)
+        ref.machine = dict(loaded.get("machine") or {})
+        ref.own_shape = [i for i, s in enumerate(sets) if not s["label"].startswith("shape-")]
+        # Timing refills its buffers with sets drawn from get_inputs() only: outputs kept
+        # while timing are judged as those sets are, never as judge-made ones.
+        ref.timed = [i for i in ref.own_shape if sets[i]["label"].startswith("fresh-")] or ref.own_shape
+        ref.null = null_control(sets, o.atol, o.rtol)
+        return ref
+
+    def _trials(self, w: Worker, specs: list[dict]) -> dict[str, Any]:
+        """The reference's input sets and outputs, in parts when they are large.
+
+        The first set's size (inputs and outputs) sets how many go in one message.
+        """
+        o = self.options
+        got = w.call("trials", o.timeout, "The reference", sets=specs[:1])
+        sets = got["sets"]
+        each = max((_nbytes([s.get("inputs"), s.get("outputs")]) for s in sets), default=0)
+        per = max(1, PART_BYTES // max(1, each))
+        for k in range(1, len(specs), per):
+            if len(specs) > 1 + per:
+                self.on_event(f"reference: input sets {k + 1}-{min(k + per, len(specs))} of {len(specs)}")
+            sets += w.call("trials", o.timeout, "The reference", sets=specs[k : k + per])["sets"]
+        return {"sets": sets}
+
+    def _reference_timing(self, ref: Reference) -> dict[str, Any]:
+        """Eager and torch.compile timings of the reference: once per reference, and kept
+        on disk between runs (refcache.py) unless options.reference_cache is off.
+
+        A reference that raises on the varied timed inputs (a draw its probe did not meet)
+        is timed again with the next weaker variation (vary.MODES), which the candidates'
+        timing then uses and their notes name: no candidate is failed for it."""
+        with ref.lock:
+            while ref.timing is None:
+                o = self.options
+                k = refcache.key(
+                    source=ref.task.source,
+                    inputs=[_shapes(ref.sets[i]["inputs"]) for i in ref.timed],
+                    machine=ref.machine,
+                    device=self.device,
+                    budget=o.timing_budget_s,
+                    vary=ref.vary_mode,
+                    version=3,  # 2: with the back-to-back figures; 3: inputs varied per call
+                )
+                cache = refcache.ReferenceTimings() if o.reference_cache else None
+                ref.timing = cache.get(k) if cache else None
+                if ref.timing is not None:
+                    self.on_event("reference: eager and torch.compile timings from the cache")
+                    return ref.timing
+                self.on_event("reference: timing eager PyTorch and torch.compile")
+                try:
+                    with self.pool.lock.exclusive():
+                        ref.timing = ref.worker.call(
+                            "time_reference",
+                            max(o.timeout, 300.0),
+                            "Timing the reference",
+                            sets=[ref.sets[i]["worker_index"] for i in ref.timed],
+                            seed=ref.seed,
+                            budget_s=o.timing_budget_s,
+                            vary_mode=ref.vary_mode or "elements",
+                        )
+                except WorkerFailure as f:
+                    mode = ref.vary_mode or "elements"
+                    if f.kind != "error" or mode == "none":
+                        raise
+                    ref.vary_mode = vary.weaker(mode)
+                    self.on_event(
+                        f"reference: it failed on inputs varied by {mode} ({f.message[:120]}); "
+                        f"timing again with the inputs varied by {ref.vary_mode}"
+                    )
+                    continue
+                if cache is not None and ref.machine:
+                    cache.put(k, ref.timing)
+            return ref.timing
+

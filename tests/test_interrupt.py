@@ -1,0 +1,61 @@
+"""interrupt.run_interruptibly, driven directly with real SIGINTs: the first one sets the
+work's Cancel flag (no KeyboardInterrupt in the work), what the work returns is kept,
+the handler before is restored, and the work's own errors reach the caller."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from autotriton_jupyter.interrupt import run_interruptibly
+
+
+def _interrupt_soon(delay: float = 0.3) -> None:
+    threading.Timer(delay, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+
+
+def test_an_interrupt_cancels_the_work_and_keeps_what_finished():
+    before = signal.getsignal(signal.SIGINT)
+    told: list[str] = []
+
+    def work(cancel):
+        done = []
+        for step in range(200):
+            if cancel.cancelled:
+                break
+            done.append(step)
+            time.sleep(0.02)
+        return done
+
+    _interrupt_soon()
+    done, interrupted = run_interruptibly(work, on_interrupt=lambda: told.append("stop"))
+    assert interrupted and told == ["stop"]
+    assert 0 < len(done) < 200  # stopped early, after its current step
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_work_that_finishes_is_not_interrupted_and_its_errors_reach_the_caller():
+    assert run_interruptibly(lambda cancel: 42) == (42, False)
+
+    def broken(cancel):
+        raise ValueError("the task is wrong")
+
+    with pytest.raises(ValueError, match="the task is wrong"):
+        run_interruptibly(broken)
+
+
+def test_off_the_main_thread_it_runs_without_touching_signals():
+    got = {}
+    before = signal.getsignal(signal.SIGINT)
+
+    def other() -> None:
+        got["value"] = run_interruptibly(lambda cancel: "ok")
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join(10)
+    assert got["value"] == ("ok", False) and signal.getsignal(signal.SIGINT) is before
