@@ -193,13 +193,32 @@ class Accepted:
     task_source: str
     created: float
     verdict: str | None = None
-    speedup_vs_eager: float | None = None
+    speedup_vs_eager: float | None = None  # one call on an idle GPU
     speedup_vs_compile: float | None = None
     model: str | None = None
     prompt: str | None = None
     completion: str | None = None
     chat: list[dict[str, str]] | None = None  # as sent to the model; None in older libraries
     adapter: str | None = None  # the LoRA adapter the model ran with, if any
+    # Calls back to back (device time, what ranks candidates by default), from its report.
+    speedup_vs_eager_b2b: float | None = None
+    speedup_vs_compile_b2b: float | None = None
+
+
+def _b2b(report: str | None) -> tuple[float | None, float | None]:
+    """The back-to-back speedups in a stored report (None where absent or unreadable)."""
+    try:
+        timing = (json.loads(report) or {}).get("timing") or {} if report else {}
+    except (ValueError, AttributeError):
+        return None, None
+    if not isinstance(timing, dict):
+        return None, None
+
+    def figure(key: str) -> float | None:
+        v = timing.get(key)
+        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and v > 0 else None
+
+    return figure("speedup_vs_eager_b2b"), figure("speedup_vs_compile_b2b")
 
 
 class Store:
@@ -639,7 +658,7 @@ class Store:
         return (
             "SELECT a.name, a.code, a.edited, a.created, t.name AS task_name,"
             " t.source AS task_source, c.verdict, c.speedup_vs_eager, c.speedup_vs_compile,"
-            f" c.model, c.prompt, c.completion, {chat}, c.adapter"
+            f" c.model, c.prompt, c.completion, {chat}, c.adapter, c.report"
             " FROM accepted a JOIN tasks t ON t.id = a.task_id"
             " LEFT JOIN candidates c ON c.id = a.candidate_id"
         )
@@ -693,6 +712,7 @@ class Store:
             r["completion"],
             _chat(r["chat"]),
             r["adapter"],
+            *_b2b(r["report"]),
         )
 
     def counts(self) -> dict[str, int]:

@@ -59,7 +59,8 @@ def filled(library):
             code=KERNEL,
             report={
                 "verdict": "pass",
-                "timing": {"speedup_vs_eager": 1.5, "speedup_vs_compile": 0.9},
+                "timing": {"speedup_vs_eager": 1.5, "speedup_vs_compile": 0.9,
+                           "speedup_vs_eager_b2b": 2.5, "speedup_vs_compile_b2b": 1.2},
             },
         )
         s.accept("add_one", t1, KERNEL, candidate_id=c1)
@@ -89,6 +90,8 @@ async def test_kernels_are_listed_newest_first_with_their_figures(jp_fetch, fill
         "verdict": "pass",
         "speedup_vs_eager": 1.5,
         "speedup_vs_compile": 0.9,
+        "speedup_vs_eager_b2b": 2.5,  # back to back: device time, what ranks kernels
+        "speedup_vs_compile_b2b": 1.2,
         "model": "tiny",
         "adapter": "lora-a",
     }

@@ -193,3 +193,31 @@ def test_a_schema1_library_is_read_as_it_is_and_upgraded_on_write(tmp_path):
         assert s.get("New").chat == SENT[:1]
     with sqlite3.connect(tmp_path / "lib.sqlite.schema1.bak") as b:
         assert b.execute("PRAGMA user_version").fetchone()[0] == 1
+
+
+def test_an_accepted_kernel_keeps_both_speed_figures(tmp_path):
+    """One call and back to back (device time, what ranks kernels): the library, `kernels
+    list` and the panel's REST all see both; a report without them (a CPU run, an older
+    library) or one that cannot be read gives none."""
+    timing = {"speedup_vs_eager": 0.6, "speedup_vs_compile": 0.9,
+              "speedup_vs_eager_b2b": 1.4, "speedup_vs_compile_b2b": 1.1}
+    with Store(tmp_path / "lib.sqlite") as s:
+        t = s.add_task("t", "source")
+        timed = s.add_candidate(t, round=0, sample=0, model="m", prompt="p", completion="c", code="x",
+                                report={"verdict": "pass", "timing": timing})
+        untimed = s.add_candidate(t, round=0, sample=1, model="m", prompt="p", completion="c", code="x",
+                                  report={"verdict": "pass", "timing": None})
+        s.accept("Timed", t, "x", candidate_id=timed)
+        s.accept("Untimed", t, "x", candidate_id=untimed)
+        s.db.execute("UPDATE candidates SET report='{not json' WHERE id=?", (untimed,))
+        s.db.commit()
+    with Store(tmp_path / "lib.sqlite", write=False) as s:
+        a = s.get("Timed")
+        assert (a.speedup_vs_eager, a.speedup_vs_eager_b2b, a.speedup_vs_compile_b2b) == (0.6, 1.4, 1.1)
+        b = s.get("Untimed")
+        assert b.speedup_vs_eager_b2b is None and b.speedup_vs_compile_b2b is None
+    listed = subprocess.run(
+        [sys.executable, "-m", "autotriton_jupyter", "kernels", "list", "--library", str(tmp_path / "lib.sqlite")],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
+    assert "1.40x eager back to back" in listed.stdout and "not timed" in listed.stdout, listed.stderr

@@ -69,9 +69,14 @@ def cmd_kernels(args: argparse.Namespace) -> int:
             if not rows:
                 print(f"no accepted kernels yet in {store.path}")
             for a in rows:
-                sp = f"{a.speedup_vs_eager:.2f}x eager" if a.speedup_vs_eager else "not timed"
+                if a.speedup_vs_eager_b2b:  # device time: what ranked it
+                    sp = f"{a.speedup_vs_eager_b2b:.2f}x eager back to back"
+                elif a.speedup_vs_eager:
+                    sp = f"{a.speedup_vs_eager:.2f}x eager one call"
+                else:
+                    sp = "not timed"
                 print(
-                    f"{a.name:<24} {a.task_name:<20} {sp:<16} {time.strftime('%Y-%m-%d', time.localtime(a.created))}"
+                    f"{a.name:<24} {a.task_name:<20} {sp:<28} {time.strftime('%Y-%m-%d', time.localtime(a.created))}"
                 )
         elif args.what == "show":
             print(store.get(args.name).code)
@@ -91,6 +96,8 @@ def cmd_kernels(args: argparse.Namespace) -> int:
                             "completion": a.completion,
                             "speedup_vs_eager": a.speedup_vs_eager,
                             "speedup_vs_compile": a.speedup_vs_compile,
+                            "speedup_vs_eager_b2b": a.speedup_vs_eager_b2b,
+                            "speedup_vs_compile_b2b": a.speedup_vs_compile_b2b,
                         }
                     )
                 )

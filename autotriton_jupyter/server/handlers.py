@@ -37,6 +37,8 @@ def _kernel(a: Accepted) -> dict[str, Any]:
         "verdict": a.verdict,
         "speedup_vs_eager": a.speedup_vs_eager,
         "speedup_vs_compile": a.speedup_vs_compile,
+        "speedup_vs_eager_b2b": a.speedup_vs_eager_b2b,
+        "speedup_vs_compile_b2b": a.speedup_vs_compile_b2b,
         "model": a.model,
         "adapter": a.adapter,
     }

@@ -243,6 +243,8 @@ export interface Kernel {
   verdict: string | null;
   speedup_vs_eager: number | null;
   speedup_vs_compile: number | null;
+  speedup_vs_eager_b2b?: number | null;
+  speedup_vs_compile_b2b?: number | null;
   model: string | null;
   adapter: string | null;
 }
@@ -253,14 +255,24 @@ function times(v: number | null): string | null {
     : `${v.toFixed(1)}x`;
 }
 
-/** "1.8x eager · 1.2x compile", or why there is no figure. */
-export function formatSpeedup(eager: number | null, compile: number | null): string {
-  const e = times(eager);
-  const c = times(compile);
+/**
+ * "1.8x eager · 1.2x compile back to back" (device time, what ranks kernels) where the
+ * library has those figures, else "... one call", or why there is no figure.
+ */
+export function formatSpeedup(
+  eager: number | null,
+  compile: number | null,
+  eagerB2b: number | null = null,
+  compileB2b: number | null = null
+): string {
+  const device = times(eagerB2b) !== null || times(compileB2b) !== null;
+  const e = times(device ? eagerB2b : eager);
+  const c = times(device ? compileB2b : compile);
   if (e === null && c === null) {
     return 'not timed';
   }
-  return [e && `${e} eager`, c && `${c} compile`].filter(Boolean).join(' · ');
+  const figure = device ? 'back to back' : 'one call';
+  return [e && `${e} eager`, c && `${c} compile`].filter(Boolean).join(' · ') + ` ${figure}`;
 }
 
 /**

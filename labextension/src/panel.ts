@@ -387,7 +387,12 @@ export class TritonPanel extends Widget {
           el(
             'span',
             { class: 'jp-AutoTriton-kernelSpeed' },
-            formatSpeedup(k.speedup_vs_eager, k.speedup_vs_compile)
+            formatSpeedup(
+              k.speedup_vs_eager,
+              k.speedup_vs_compile,
+              k.speedup_vs_eager_b2b ?? null,
+              k.speedup_vs_compile_b2b ?? null
+            )
           ),
           ' · ',
           el('span', { class: 'jp-AutoTriton-kernelDate' }, formatDate(k.created)),

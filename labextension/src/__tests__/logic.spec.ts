@@ -132,9 +132,12 @@ const kernel = (over: Partial<Kernel>): Kernel => ({
 
 describe('the kernel library', () => {
   it('formats speedups against eager and compile', () => {
-    expect(formatSpeedup(1.83, 1.21)).toBe('1.8x eager · 1.2x compile');
-    expect(formatSpeedup(2, null)).toBe('2.0x eager');
+    expect(formatSpeedup(1.83, 1.21)).toBe('1.8x eager · 1.2x compile one call');
+    expect(formatSpeedup(2, null)).toBe('2.0x eager one call');
     expect(formatSpeedup(null, null)).toBe('not timed');
+    // Device time (back to back) wins where the library has it: it is what ranked the kernel.
+    expect(formatSpeedup(0.5, 0.8, 1.4, 1.1)).toBe('1.4x eager · 1.1x compile back to back');
+    expect(formatSpeedup(0.5, 0.8, null, null)).toBe('0.5x eager · 0.8x compile one call');
   });
 
   it('inserts below the cell that holds the result view, else below the active one', () => {
