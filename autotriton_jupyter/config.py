@@ -55,7 +55,7 @@ class TritonizeOptions:
     # The tuning pass over the best passing, timed candidate (tuning.py): on by default,
     # within tune_budget_s of verification (None: every variant, however long it takes).
     tune: bool = True
-    tune_variants: int = 12
+    tune_variants: int = 12  # one-parameter variants at most, then the improving ones together
     tune_budget_s: float | None = 20.0
     # Which speed figure ranks passing candidates (and decides speed rounds): "device",
     # calls back to back (what a kernel costs inside a model), or "call", one call on an

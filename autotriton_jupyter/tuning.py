@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .config import TritonizeOptions
 from .task import Candidate
 from .verify.report import GAMING_CHECKS
 
@@ -29,7 +30,7 @@ WARPS = (1, 2, 4, 8, 16)
 STAGES = (1, 2, 3, 4, 5)
 BLOCK_RANGE = (16, 8192)  # a size is halved or doubled, never beyond these
 FASTER = 0.95  # a variant counts as faster below this fraction of the original's time
-DEFAULT_VARIANTS = 12
+DEFAULT_VARIANTS = TritonizeOptions.tune_variants
 BATCH = 4  # variants verified together when a time budget is set (checked between batches)
 
 

@@ -25,7 +25,7 @@ def bench_generate(
     static_cache: bool = True,
     device: str = "auto",
     temperature: float = 0.0,
-    top_p: float = 0.95,
+    top_p: float = GenerationParams.top_p,
     fused: bool = True,
     budget_tokens: int | None = None,
     profile: bool = False,

@@ -17,9 +17,10 @@ from .common import _add_tune_flags, _add_verify_flags, _options, _progress, _wa
 
 
 def _check_verify(args: argparse.Namespace) -> None:
+    from ..config import TritonizeOptions
     from ..task import TaskError
 
-    if not args.tune and (args.tuned_out or args.tune_variants != 12):
+    if not args.tune and (args.tuned_out or args.tune_variants != TritonizeOptions.tune_variants):
         args.tune = True  # asking where the tuned kernel goes, or how many variants, is asking to tune
     if args.tuned_out and Path(args.tuned_out).resolve() in {
         Path(args.candidate).resolve(), Path(args.reference).resolve()
