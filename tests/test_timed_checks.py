@@ -64,3 +64,45 @@ def test_the_kept_calls_are_as_many_as_asked_and_distinct():
         _check_kept([{"call": 1}], 2)
     with pytest.raises(ValueError, match="twice"):
         _check_kept([{"call": 1}, {"call": 1}], 2)
+
+
+def test_a_reference_that_fails_on_its_varied_timed_inputs_is_timed_with_a_weaker_variation(corpus, monkeypatch):
+    """The probe meets a few draws only; if the reference then raises on the varied inputs
+    while it is timed, the judge times it again with the next weaker variation, which the
+    candidates then use (and their notes name), instead of failing each of them. A worker
+    that died, or the weakest mode failing, is still an error."""
+    from autotriton_jupyter.verify.sandbox import WorkerFailure
+
+    task = Task.from_file(corpus / "softmax" / "task.py")
+    with Verifier(VerifyOptions(device="cpu", seed=3, timing=False, reference_cache=False)) as v:
+        ref = v.prepare(task)
+        ref.vary_mode = "elements"
+        asked: list[str] = []
+        real_call = ref.worker.call
+
+        def call(op, *args, **kw):
+            if op != "time_reference":
+                return real_call(op, *args, **kw)
+            asked.append(kw["vary_mode"])
+            if kw["vary_mode"] in ("elements", "congruent"):
+                raise WorkerFailure("error", "not positive definite", op=op)
+            return {"eager_ms": 1.0}
+
+        monkeypatch.setattr(ref.worker, "call", call)
+        events: list[str] = []
+        v.on_event = events.append
+        assert v._reference_timing(ref) == {"eager_ms": 1.0}
+        assert asked == ["elements", "congruent", "tensor"] and ref.vary_mode == "tensor"
+        assert any("timing again with the inputs varied by tensor" in e for e in events)
+
+        ref.timing, ref.vary_mode = None, "none"
+        monkeypatch.setattr(ref.worker, "call", lambda op, *a, **k: (_ for _ in ()).throw(
+            WorkerFailure("error", "fails however it is called", op=op)))
+        with pytest.raises(WorkerFailure):
+            v._reference_timing(ref)
+        ref.vary_mode = "elements"
+        monkeypatch.setattr(ref.worker, "call", lambda op, *a, **k: (_ for _ in ()).throw(
+            WorkerFailure("crash", "the worker died", op=op)))
+        with pytest.raises(WorkerFailure):
+            v._reference_timing(ref)
+        assert ref.vary_mode == "elements"
