@@ -14,11 +14,18 @@ output is never overwritten by a later call).
     y = fast(x)                      # the first call of a signature records it
 
 Where a graph cannot serve, the module runs as it is, with the same results: off the
-GPU, while autograd needs the graph of the call (an input or a parameter requires grad
-and grad mode is on), for arguments that are not tensors or plain constants, while
-another stream capture is going on, and for a forward that cannot be recorded (one
-that waits on the device, say; said once in a warning). At most `max_graphs`
-signatures are kept, the least recently used dropped first.
+GPU; for tensors on several GPUs or that overlap themselves (an expanded view); for
+arguments that are not tensors or plain constants; while another stream capture is
+going on; when autograd needs the call (an input requires grad, or with grad mode on the
+module's own output does: its first call of a signature runs as it is to see); and for a
+forward that cannot be recorded (one that waits on the device, say; said once in a
+warning). `replays` counts the calls a graph served, `recordings` the graphs made. At
+most `max_graphs` signatures are kept, the least recently used dropped first. Each
+integer or float argument's value is part of a signature (the kernels were launched
+with it), so a loop over many values records many graphs.
+
+A forward that changes its inputs in place changes the graph's copies of them, not the
+caller's tensors.
 
 A recording keeps what forward read when it was made: the parameters' addresses (their
 values may change in place, as an optimizer changes them) and the module's other
@@ -28,6 +35,8 @@ attribute that forward reads set anew) needs a new `graphed` around it.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -46,29 +55,33 @@ class _Recorded:
 
 
 def _signature(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """What a recording is valid for, or None when the arguments cannot be recorded."""
+    """What a recording is valid for, or None when the arguments cannot be recorded.
+
+    A tensor's storage offset is left out: its values are copied into the graph's own
+    buffer, whose address (and alignment, which Triton specialises on) is the graph's."""
     key: list[Any] = []
+    devices = set()
     for a in args:
         if isinstance(a, torch.Tensor):
-            if not a.is_cuda:
+            if not a.is_cuda or any(st == 0 and sz > 1 for st, sz in zip(a.stride(), a.shape)):
                 return None
-            key.append(("t", tuple(a.shape), a.stride(), a.dtype, a.device, a.storage_offset()))
-        elif isinstance(a, _CONSTANTS):
+            devices.add(a.device)
+            key.append(("t", tuple(a.shape), a.stride(), a.dtype, a.device))
+        elif type(a) in _CONSTANTS:
             key.append(("c", type(a), a))
         else:
             return None
-    return tuple(key)
+    return tuple(key) if len(devices) == 1 else None
 
 
-def _tensors(out: Any) -> bool:
-    """Whether an output is a tensor or a tuple/list of them (what a graph can hand back)."""
-    if isinstance(out, tuple | list):
-        return all(isinstance(x, torch.Tensor) for x in out)
-    return isinstance(out, torch.Tensor)
+def _outputs(out: Any) -> list[torch.Tensor] | None:
+    """The tensors of an output that is a tensor or a plain tuple/list of them, else None."""
+    leaves = list(out) if type(out) in (tuple, list) else [out]
+    return leaves if all(isinstance(x, torch.Tensor) for x in leaves) else None
 
 
 def _copied(out: Any) -> Any:
-    if isinstance(out, tuple | list):
+    if type(out) in (tuple, list):
         return type(out)(x.clone() for x in out)
     return out.clone()
 
@@ -77,80 +90,108 @@ class Graphed(torch.nn.Module):
     """`module` whose forward is replayed from a CUDA graph per input signature."""
 
     def __init__(self, module: torch.nn.Module, max_graphs: int = 8, warmup: int = 2) -> None:
-        super().__init__()
+        if not isinstance(module, torch.nn.Module):
+            raise TypeError(
+                f"graphed() takes a module, not {type(module).__name__}: build it first, e.g. "
+                "graphed(ModelNew(*init_args).cuda())"
+            )
         if max_graphs < 1:
             raise ValueError("max_graphs must be 1 or more")
+        super().__init__()
         self.module = module
         self.max_graphs = max_graphs
         self.warmup = warmup
         self._recorded: OrderedDict[tuple[Any, ...], _Recorded] = OrderedDict()
-        self._refused: set[tuple[Any, ...]] = set()
-        self.replays = 0  # calls served by a graph (for benchmarks and tests)
-
-    def _needs_autograd(self, args: tuple[Any, ...]) -> bool:
-        if not torch.is_grad_enabled():
-            return False
-        if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
-            return True
-        return any(p.requires_grad for p in self.module.parameters())
+        self._refused: set[tuple[Any, ...]] = set()  # recording failed: run as it is
+        self._autograd: set[tuple[Any, ...]] = set()  # the output needs autograd
+        self._plain: set[tuple[Any, ...]] = set()  # seen under grad mode: no autograd needed
+        self._lock = threading.Lock()
+        self.replays = 0  # calls a graph served
+        self.recordings = 0  # graphs made
 
     def forward(self, *args: Any) -> Any:
         key = _signature(args)
-        if (
-            key is None
-            or key in self._refused
-            or self._needs_autograd(args)
-            or torch.cuda.is_current_stream_capturing()
-        ):
+        if key is None or key in self._refused or torch.cuda.is_current_stream_capturing():
             return self.module(*args)
-        rec = self._recorded.get(key)
-        if rec is None:
-            rec = self._record(key, args)
-            if rec is None:
+        if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args) and torch.is_grad_enabled():
+            return self.module(*args)
+        if torch.is_grad_enabled() and key not in self._plain:
+            if key in self._autograd:
                 return self.module(*args)
-        else:
-            self._recorded.move_to_end(key)
-        for buf, a in zip(rec.inputs, (a for a in args if isinstance(a, torch.Tensor))):
-            buf.copy_(a)
-        rec.graph.replay()
-        self.replays += 1
-        return _copied(rec.output)
+            # Whether this signature's output needs autograd (a Function with a backward
+            # around the kernels, say): the first call runs as it is to see.
+            out = self.module(*args)
+            leaves = _outputs(out) or []
+            (self._autograd if any(x.requires_grad for x in leaves) else self._plain).add(key)
+            return out
+        with self._lock, torch.inference_mode(False), torch.no_grad():
+            rec = self._recorded.get(key)
+            if rec is None:
+                rec = self._record(key, args)
+                if rec is None:
+                    return self.module(*args)
+            else:
+                self._recorded.move_to_end(key)
+            for buf, a in zip(rec.inputs, (a for a in args if isinstance(a, torch.Tensor))):
+                buf.copy_(a)
+            rec.graph.replay()
+            self.replays += 1
+            return _copied(rec.output)
 
     def _record(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> _Recorded | None:
-        # The graph's own input buffers, laid out as the arguments are (strides kept).
-        static = [
-            torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device=a.device).copy_(a)
-            if isinstance(a, torch.Tensor)
-            else a
-            for a in args
-        ]
-        try:
-            # Warm-up on a side stream, as recording needs: Triton compiles and caches
-            # the kernels, allocators settle, nothing lazy is left for the capture.
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side), torch.no_grad():
-                for _ in range(self.warmup):
-                    self.module(*static)
-            torch.cuda.current_stream().wait_stream(side)
+        device = next(a.device for a in args if isinstance(a, torch.Tensor))
+        with torch.cuda.device(device):
+            # The graph's own input buffers, laid out as the arguments are (strides kept).
+            static = [
+                torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device=a.device).copy_(a)
+                if isinstance(a, torch.Tensor)
+                else a
+                for a in args
+            ]
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph), torch.no_grad():
-                output = self.module(*static)
-            if not _tensors(output):
-                raise TypeError(f"forward returned {type(output).__name__}, not tensors")
-        except Exception as e:  # noqa: BLE001 - any failure means: run it as it is
-            self._refused.add(key)
-            warnings.warn(
-                f"{type(self.module).__name__}'s forward could not be recorded in a CUDA graph "
-                f"({type(e).__name__}: {str(e)[:200]}); these calls run as they are.",
-                stacklevel=3,
-            )
-            return None
+            side = torch.cuda.Stream()
+            try:
+                # Warm-up on a side stream, as recording needs: Triton compiles and caches
+                # the kernels, allocators settle, nothing lazy is left for the capture.
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    for _ in range(self.warmup):
+                        self.module(*static)
+                torch.cuda.current_stream().wait_stream(side)
+                output = self._capture(graph, side, static)
+                if _outputs(output) is None:
+                    raise TypeError(f"forward returned {type(output).__name__}, not tensors")
+            except Exception as e:  # noqa: BLE001 - any failure means: run it as it is
+                with contextlib.suppress(Exception):
+                    torch.cuda.synchronize()
+                self._refused.add(key)
+                warnings.warn(
+                    f"{type(self.module).__name__}'s forward could not be recorded in a CUDA "
+                    f"graph ({type(e).__name__}: {str(e)[:200]}); these calls run as they are.",
+                    stacklevel=4,
+                )
+                return None
         rec = _Recorded(graph, [a for a in static if isinstance(a, torch.Tensor)], output)
         self._recorded[key] = rec
+        self.recordings += 1
         while len(self._recorded) > self.max_graphs:
             self._recorded.popitem(last=False)
         return rec
+
+    def _capture(self, graph: torch.cuda.CUDAGraph, stream: torch.cuda.Stream, static: list[Any]) -> Any:
+        """forward recorded on `stream`; the caller's stream is current again afterwards,
+        and the first error (a forward that waits on the device, say) is the one raised.
+        Thread-local capture: other threads' CUDA work goes on meanwhile."""
+        with torch.cuda.stream(stream):
+            graph.capture_begin(capture_error_mode="thread_local")
+            try:
+                output = self.module(*static)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    graph.capture_end()
+                raise
+            graph.capture_end()
+        return output
 
 
 def graphed(module: torch.nn.Module, max_graphs: int = 8) -> Graphed:

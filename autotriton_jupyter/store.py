@@ -715,6 +715,26 @@ class Store:
             *_b2b(r["report"]),
         )
 
+    def candidate(self, cid: int) -> sqlite3.Row | None:
+        """One stored candidate (id, task_id, task_name, round, sample, verdict, code), or None."""
+        rows = self.read(
+            "SELECT c.id, c.task_id, t.name AS task_name, c.round, c.sample, c.verdict, c.code"
+            " FROM candidates c JOIN tasks t ON t.id = c.task_id WHERE c.id=?",
+            (cid,),
+        )
+        return rows[0] if rows else None
+
+    def candidates(self, task: str | None = None, limit: int = 20) -> list[sqlite3.Row]:
+        """The newest stored candidates (of the task of that name, if given), newest first."""
+        where, args = ("WHERE t.name=?", (task,)) if task else ("", ())
+        return self.read(
+            "SELECT c.id, t.name AS task_name, c.round, c.sample, c.model, c.verdict,"
+            " c.speedup_vs_eager, c.code IS NOT NULL AS has_code, c.created"
+            f" FROM candidates c JOIN tasks t ON t.id = c.task_id {where}"
+            " ORDER BY c.id DESC LIMIT ?",
+            (*args, limit),
+        )
+
     def counts(self) -> dict[str, int]:
         return {
             t: self.read(f"SELECT COUNT(*) FROM {t}")[0][0]

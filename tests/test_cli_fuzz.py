@@ -85,7 +85,7 @@ def _kind(a: argparse.Action) -> str:
     if rule.bounds["kind"] == "list":
         return "batches"
     if rule.bounds["kind"] == "name":
-        return "adapter" if "adapter" in rule.need else "name"
+        return "adapter" if "adapter" in rule.need else "kernel" if "identifier" in rule.need else "name"
     return rule.bounds["kind"]
 
 
@@ -138,7 +138,9 @@ def accepts(a: argparse.Action, v: str) -> bool:
         return bool(v.strip()) and v.isprintable()
     if kind == "adapter":
         return v.replace("-", "_").isidentifier()
-    if kind in ("out-dir", "out-file"):  # a new path in the empty working folder
+    if kind == "kernel":
+        return v.isidentifier() and v.isprintable()
+    if kind in ("out-dir", "out-file", "library"):  # a new path in the empty working folder
         return bool(v.strip())
     if kind in ("source", "file", "dir", "path", "then"):  # nothing of these names exists
         return False
@@ -198,6 +200,8 @@ class Sandbox:
             "dir": str(self.tasks),
             "name": "x",
             "adapter": "personal",
+            "whole": "1",
+            "kernel": "x",
         }
         return [good[_kind(a)] for a in _positionals(parser) if a.nargs != "?"]
 
@@ -377,7 +381,7 @@ def test_bad_files_are_refused(box, capsys):
     refused(box, capsys, ["eval", missing, "--candidates", str(box.cands)], mentions=(missing,))
     refused(box, capsys, ["eval", str(box.tasks), "--candidates", missing], mentions=(missing,))
     refused(box, capsys, ["eval", good, "--candidates", str(box.cands)], mentions=("not a folder",))
-    refused(box, capsys, ["kernels", "list", "--library", missing], mentions=("does not exist",))
+    refused(box, capsys, ["kernels", "check", "--library", missing], mentions=("does not exist",))
     refused(box, capsys, ["finetune", "--library", str(box.tasks)], mentions=("is a folder",))
 
 

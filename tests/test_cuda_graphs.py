@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from autotriton_jupyter import graphed
-from autotriton_jupyter.cuda_graphs import Graphed, _signature
+from autotriton_jupyter.cuda_graphs import Graphed, _outputs, _signature
 
 
 class Scale(torch.nn.Module):
@@ -30,12 +30,22 @@ def test_off_the_gpu_the_module_runs_as_it_is():
 
 
 def test_what_a_recording_is_keyed_on():
-    """Shapes, strides, dtypes, devices and offsets of tensors, and the other arguments'
-    values; anything else (a list, an object) cannot be recorded."""
+    """Shapes, strides, dtypes and devices of tensors on a GPU, and the other arguments'
+    values; anything else (a list, an object) cannot be recorded (tests/gpu has the rest)."""
     cpu = torch.randn(3, 4)
     assert _signature((cpu,)) is None  # not on a GPU
-    assert _signature((1, 2.0, "a", None, True)) == _signature((1, 2.0, "a", None, True))
-    assert _signature((1,)) != _signature((2,)) and _signature((1,)) != _signature((1.0,))
+    assert _signature((1, 2.0)) is None  # no tensor on a GPU: nothing to record for
     assert _signature(([1, 2],)) is None and _signature((object(),)) is None
     with pytest.raises(ValueError, match="max_graphs"):
         Graphed(Scale(), max_graphs=0)
+    with pytest.raises(TypeError, match=r"build it first"):
+        graphed(Scale)  # the class, not a module
+
+
+def test_only_tensors_or_plain_tuples_of_them_can_come_out_of_a_graph():
+    import collections
+
+    pair = collections.namedtuple("pair", "a b")
+    t = torch.zeros(2)
+    assert _outputs(t) == [t] and _outputs((t, t)) == [t, t] and _outputs([t]) == [t]
+    assert _outputs(pair(t, t)) is None and _outputs((t, 1)) is None and _outputs({"a": t}) is None

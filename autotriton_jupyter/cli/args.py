@@ -176,6 +176,14 @@ def output_dir(text: str) -> str:
     return text
 
 
+@_path_tag("library")
+def library_file(text: str) -> str:
+    """A library to read: an existing readable file, or a path with nothing there yet
+    (the reading commands then say there is no library, as for AUTOTRITON_LIBRARY)."""
+    _p, st = _stat(text)
+    return text if st is None else existing_file(text)
+
+
 @_path_tag("out-file")
 def output_file(text: str) -> str:
     """A file to write: an existing writable file, or a path where one can be made."""
@@ -235,6 +243,7 @@ def _types() -> dict[str, Callable[[str], Any]]:
         "seconds": _flag(number(0), "seconds"),
         "idle": _flag(number(0, 7 * 24 * 60, above=True), "idle"),
         "name": _names("a non-empty name", lambda v: bool(v.strip())),
+        "kernel": _names("a Python identifier (letters, digits and _, not starting with a digit)", str.isidentifier),
         "adapter": _names(
             "an adapter name of letters, digits, _ and - (not starting with a digit)",
             lambda v: v.replace("-", "_").isidentifier(),

@@ -141,14 +141,18 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
     )
     if interrupted:
         print("autotriton: interrupted; the candidates that finished are kept.", file=sys.stderr)
-    with Store(args.library) as store:
-        store.save_result(task.name, task.source, result)
     best = result.best
+    with Store(args.library) as store:
+        task_id, ids = store.save_result(task.name, task.source, result)
+        if args.accept and best and best.code:  # candidates[0] is the best: ids[0] is its row
+            store.accept(args.accept, task_id, best.code, candidate_id=ids[0], replace=True)
+        where = store.path
     if args.output and best and best.code:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         Path(args.output).write_text(best.code)
+    accepted = args.accept if args.accept and best else None
     if args.json:
-        print(json.dumps(result.to_dict()))
+        print(json.dumps({**result.to_dict(), "library": str(where), "candidate_ids": ids, "accepted": accepted}))
     else:
         for c in result.candidates:
             r = c.report
@@ -167,6 +171,23 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
             print("\nbest candidate:\n" + format_text(best.report))
             if args.output:
                 print(f"written to {args.output}")
+        if ids:
+            span = f"#{ids[0]}" if len(ids) == 1 else f"#{min(ids)} to #{max(ids)}"
+            print(f"\nstored in {where} as candidates {span} (`autotriton kernels candidates` lists them)")
+        if accepted:
+            print(f"accepted as {accepted}: `from autotriton_jupyter import load_kernel; "
+                  f"{accepted} = load_kernel({accepted!r})`")
+        elif best and ids:
+            print(f"keep it with `autotriton kernels accept NAME {ids[0]}` (or run with --accept NAME)")
+    if args.accept and not best:
+        top = result.candidates[0] if result.candidates else None
+        extra = (
+            f"; candidate #{ids[0]} is conditional: `autotriton kernels accept {args.accept} "
+            f"{ids[0]} --conditional` keeps it anyway"
+            if top is not None and top.conditional and ids
+            else ""
+        )
+        print(f"autotriton: nothing was accepted as {args.accept}: no candidate passed{extra}.", file=sys.stderr)
     return EXIT_PASS if best else EXIT_FAIL
 
 
@@ -235,6 +256,13 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
         f"costs inside a model) or call (one call on an idle GPU, launch included; default {run.rank_by})",
     )
     _add_tune_flags(t, by_default=True)
+    t.add_argument(
+        "--accept",
+        type=T["kernel"],
+        metavar="NAME",
+        help="keep the best passing candidate in the library under NAME (a Python identifier; "
+        "an existing kernel of that name is replaced), as the notebook's Accept does",
+    )
     t.add_argument(
         "--library",
         type=output_file,

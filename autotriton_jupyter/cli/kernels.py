@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .args import EXIT_PASS, EXIT_USAGE, _one_line, existing_file, output_file
+from .args import EXIT_PASS, EXIT_USAGE, _one_line, existing_file, library_file, output_file
 
 
 def cmd_kernels_check(args: argparse.Namespace) -> int:
@@ -51,6 +51,66 @@ def cmd_kernels_recover(args: argparse.Namespace) -> int:
     print(f"Check it with `autotriton kernels list --library {got.out}`, then move {path} "
           f"aside and {got.out} into its place.")
     return 0
+
+
+def cmd_kernels_accept(args: argparse.Namespace) -> int:
+    """Keep a stored candidate that passed under a name, as the notebook's Accept does."""
+    from ..store import Store, StoreError
+
+    with Store(args.library) as store:
+        c = store.candidate(args.id)
+        if c is None:
+            raise StoreError(
+                f"There is no candidate #{args.id} in {store.path}; `autotriton kernels "
+                "candidates` lists the stored ones with their ids."
+            )
+        if c["verdict"] == "conditional" and not args.conditional:
+            print(
+                f"autotriton: candidate #{args.id} is conditional: right on the task's inputs, "
+                "wrong on inputs the verifier made from them (see its report). Pass "
+                "--conditional to accept it anyway.",
+                file=sys.stderr,
+            )
+            return 1
+        if c["verdict"] not in ("pass", "conditional") or not c["code"]:
+            print(
+                f"autotriton: candidate #{args.id} did not pass verification "
+                f"({c['verdict'] or 'no code'}); only a candidate that passed can be accepted.",
+                file=sys.stderr,
+            )
+            return 1
+        replaced = store.find(args.name) is not None
+        store.accept(args.name, c["task_id"], c["code"], candidate_id=c["id"], replace=True)
+        where = store.path
+    print(
+        f"{'replaced' if replaced else 'accepted'}: {args.name} (candidate #{c['id']} of "
+        f"{c['task_name']}) in {where}; load it with `from autotriton_jupyter import "
+        f"load_kernel; {args.name} = load_kernel({args.name!r})`"
+    )
+    return EXIT_PASS
+
+
+def cmd_kernels_candidates(args: argparse.Namespace) -> int:
+    """The newest stored candidates with their ids (what `kernels accept` takes)."""
+    from ..store import NoLibrary, Store
+
+    try:
+        store = Store(args.library, write=False)
+    except NoLibrary as e:
+        print(f"no candidates yet (there is no library at {e.path})")
+        return EXIT_PASS
+    with store:
+        rows = store.candidates(args.task, args.limit)
+    if not rows:
+        print("no candidates yet" + (f" of {args.task}" if args.task else ""))
+    for r in rows:
+        sp = f"{r['speedup_vs_eager']:.2f}x eager" if r["speedup_vs_eager"] else ""
+        what = r["verdict"] or ("no verdict" if r["has_code"] else "no code")
+        print(
+            f"#{r['id']:<6} {r['task_name']:<20} round {r['round'] + 1} sample {r['sample'] + 1:<3} "
+            f"{what:<12} {sp:<14} {r['model']}"
+        )
+    return EXIT_PASS
 
 
 def cmd_kernels(args: argparse.Namespace) -> int:
@@ -111,15 +171,35 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
     for what, helptext in (
         ("list", "accepted kernels"),
         ("show", "one kernel's code"),
-        ("export", "everything, one JSON object per line"),
+        ("export", "the accepted kernels, one JSON object per line"),
     ):
         kp = ksub.add_parser(what, help=helptext)
         if what == "show":
             kp.add_argument("name", type=T["name"])
         if what == "export":
             kp.add_argument("--jsonl", action="store_true", help="the format (the only one)")
-        kp.add_argument("--library", type=existing_file)
+        kp.add_argument("--library", type=library_file, help="the library (default: AUTOTRITON_LIBRARY, else the user data directory)")
         kp.set_defaults(func=cmd_kernels)
+    ka = ksub.add_parser(
+        "accept",
+        help="keep a stored candidate that passed under a name (as the notebook's Accept)",
+        description="Exit status: 0 accepted, 1 the candidate did not pass (or is conditional "
+        "without --conditional), 2 usage or library error.",
+    )
+    ka.add_argument("name", type=T["kernel"], help="the name to load it by (a Python identifier)")
+    ka.add_argument("id", type=T["count"], help="the candidate's id (`kernels candidates`, or tritonize's output)")
+    ka.add_argument(
+        "--conditional",
+        action="store_true",
+        help="accept a conditional candidate (right on the task's inputs only) anyway",
+    )
+    ka.add_argument("--library", type=output_file, help="the library (default: the user data directory)")
+    ka.set_defaults(func=cmd_kernels_accept)
+    kcand = ksub.add_parser("candidates", help="the newest stored candidates, with the ids `accept` takes")
+    kcand.add_argument("--task", type=T["name"], help="only this task's")
+    kcand.add_argument("--limit", type=T["count"], default=20, help="how many (default %(default)s)")
+    kcand.add_argument("--library", type=library_file)
+    kcand.set_defaults(func=cmd_kernels_candidates)
     kc = ksub.add_parser("check", help="SQLite's integrity check of the library")
     kc.add_argument("--library", type=existing_file)
     kc.set_defaults(func=cmd_kernels_check)

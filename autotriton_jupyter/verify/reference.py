@@ -152,6 +152,11 @@ def varied_init(init: list[Any], kind: type) -> list[Any] | None:
 
 
 
+def _out_of_memory(message: str) -> bool:
+    text = message.lower()
+    return "out of memory" in text or "outofmemoryerror" in text
+
+
 class ReferencePrep:
     """Verifier's reference steps: prepare a task's reference (kept per task) and time it."""
 
@@ -332,7 +337,10 @@ class ReferencePrep:
                         )
                 except WorkerFailure as f:
                     mode = ref.vary_mode or "elements"
-                    if f.kind != "error" or mode == "none":
+                    # Only the reference's own error on the varied inputs steps down: not a
+                    # crash, a timeout, or memory that a candidate's worker may be holding
+                    # (a candidate must not be able to weaken the variation for the others).
+                    if f.kind != "error" or mode == "none" or _out_of_memory(f.message):
                         raise
                     ref.vary_mode = vary.weaker(mode)
                     self.on_event(

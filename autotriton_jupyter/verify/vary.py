@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 LOW, HIGH = 0.5, 1.0
+ROW_LOW = 0.25  # the two factors per row of a square matrix in "congruent" mode
 PERIOD = 1 << 22  # factors drawn per launch: a longer tensor takes several (bounded memory)
 
 # Looked up once: a candidate that replaces torch's methods is caught by the snapshot,
@@ -59,10 +60,8 @@ def _seed(seed: int, call: int, position: int) -> int:
 
 # How inputs are varied, most thorough first:
 # - "elements": each element by its own factor;
-# - "congruent": each matrix (the last two dimensions) by a factor per row and one per
-#   column, d_i * d_j when it is square, so that symmetry, definiteness, rank and every
-#   sign are kept; a kernel could only rescale an output it kept where its task commutes
-#   with such scaling (a Cholesky factor does), and it would have to work out every factor;
+# - "congruent": each matrix (the last two dimensions) element by element by a matrix of
+#   factors that keeps symmetry, definiteness and every sign (see Variation._congruent);
 # - "tensor": each tensor by one factor (keeps every property that scaling keeps, but a
 #   kernel whose output scales with its input could read one element and rescale a kept
 #   output);
@@ -119,15 +118,17 @@ class Variation:
                 _copy(b, flat.view(b.shape))
 
     def _congruent(self, b: torch.Tensor, whole: float, seed: int) -> None:
-        """Each matrix of `b` (the last two dimensions) varied in place:
+        """Each matrix of `b` (the last two dimensions) times a matrix of factors F, in place:
 
-        - a square one becomes whole * D (s * A + (1 - s) * diag(A)) D: its off-diagonal
-          part shrunk by a factor s, then a factor per row and the same per column. Both
-          keep symmetry, definiteness and signs; the shrink keeps a kernel from naming the
-          base set by a statistic that D leaves unchanged (A_ij / sqrt(A_ii A_jj)) and
-          rescaling an output it kept for it (D chol(A) is chol(D A D); no cheap rule
-          gives chol(s A + (1 - s) diag(A)) from chol(A));
-        - any other, whole * r_i * c_j.
+        - square: F = whole * (a * d1 d1^T + (1 - a) * d2 d2^T), two independent factors
+          per row and a mix a, all secret. F is positive semidefinite with a positive
+          diagonal, so A * F (element by element) keeps A's symmetry (exactly: F_ij is
+          computed as F_ji is), definiteness (Schur's product theorem) and signs. A
+          kernel that saw A, and reads F off the varied call, still has to factor
+          a D1 A D1 + (1 - a) D2 A D2 anew: no rescaling of an output it kept for A, and
+          no small set of values to keep outputs for (one factor per row would allow
+          the first, one shrink of the off-diagonal part the second);
+        - any other: F = whole * r c^T, a factor per row and one per column.
 
         Factors are drawn in float64 for float64 tensors (float32 would round a badly
         conditioned matrix out of definiteness), and applied a block at a time (bounded
@@ -139,25 +140,25 @@ class Variation:
         g = torch.Generator(device=b.device)
         g.manual_seed(seed)
         ftype = torch.float64 if b.dtype == torch.float64 else torch.float32
-        rows = torch.empty((*batch, m, 1), dtype=ftype, device=b.device)
-        _uniform(rows, LOW, HIGH, generator=g)
+
+        def draw(*shape: int, low: float = LOW) -> torch.Tensor:
+            t = torch.empty(shape, dtype=ftype, device=b.device)
+            _uniform(t, low, HIGH, generator=g)
+            return t.reshape(-1, *shape[-2:])  # (matrices, rows or 1, 1 or columns)
+
         if m == n:
-            cols = rows.transpose(-1, -2)
-            shrink = LOW + (HIGH - LOW) * random.Random(seed ^ 0x5EED).random()
-            keep = b.diagonal(dim1=-2, dim2=-1).clone()
-            _mul(b, shrink)
-            _copy(b.diagonal(dim1=-2, dim2=-1), keep)
+            # Spread wide enough that no factor per row is near F (in [0.5, 1), the rows'
+            # pairs of factors are so alike that D chol(A) came within tolerance 1 in 10).
+            d1, d2 = draw(*batch, m, 1, low=ROW_LOW), draw(*batch, m, 1, low=ROW_LOW)
+            mix = LOW + (HIGH - LOW) * random.Random(seed ^ 0x5EED).random()
+            pairs = ((d1, d1.transpose(-1, -2), mix * whole), (d2, d2.transpose(-1, -2), (1 - mix) * whole))
         else:
-            cols = torch.empty((*batch, 1, n), dtype=ftype, device=b.device)
-            _uniform(cols, LOW, HIGH, generator=g)
-        # d_i * d_j is made before it meets the value, so a symmetric matrix stays exactly
-        # symmetric; at most PERIOD factors at a time: several matrices, or rows of one.
-        rows_f, cols_f = rows.reshape(-1, m, 1), cols.reshape(-1, 1, n)
+            pairs = ((draw(*batch, m, 1), draw(*batch, 1, n), whole),)
         try:
             mats = [b.view(-1, m, n)]
         except RuntimeError:  # batch dimensions that cannot merge: one matrix at a time
             mats = [b[i].unsqueeze(0) for i in itertools.product(*(range(k) for k in batch))]
-        per = max(1, PERIOD // (m * n))
+        per = max(1, PERIOD // (m * n))  # at most PERIOD factors at a time
         step = m if per > 1 else max(1, PERIOD // n)
         first = 0
         for group in mats:
@@ -165,7 +166,10 @@ class Variation:
                 k = slice(first + at, first + min(group.shape[0], at + per))
                 for start in range(0, m, step):
                     end = min(m, start + step)
-                    factor = rows_f[k, start:end] * cols_f[k] * whole
+                    factor = None
+                    for rows, cols, weight in pairs:  # the same order of operations for F_ij and F_ji
+                        part = rows[k, start:end] * cols[k] * weight
+                        factor = part if factor is None else factor + part
                     _mul(group[at : at + per, start:end], factor.to(b.dtype))
             first += group.shape[0]
 

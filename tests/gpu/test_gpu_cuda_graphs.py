@@ -36,11 +36,22 @@ def test_replays_match_the_kernel_on_new_inputs_and_keep_their_outputs():
         # Each call's output is its own: later replays did not overwrite it.
         for got, x, y in outs:
             assert torch.equal(got, torch.relu(x + y))
-        assert fast.replays == 3 and len(fast._recorded) == 1
+        assert fast.replays == 3 and fast.recordings == 1
         for n in (1000, 2000, 3000):  # three more signatures, two kept
             a = torch.randn(n, device="cuda")
             assert torch.equal(fast(a, a), kernel(a, a))
-        assert len(fast._recorded) == 2
+        assert len(fast._recorded) == 2 and fast.recordings == 4
+        a = torch.randn(3000, device="cuda")
+        fast(a, a)  # still kept: replayed
+        assert fast.recordings == 4
+        b = torch.randn(1000, device="cuda")
+        assert torch.equal(fast(b, b), kernel(b, b))  # dropped (least recently used): again
+        assert fast.recordings == 5
+        # Views at other offsets of one tensor share a signature (their values are copied).
+        rows = torch.randn(4, 3000, device="cuda")
+        for i in range(4):
+            assert torch.equal(fast(rows[i], rows[i]), kernel(rows[i], rows[i]))
+        assert fast.recordings == 5
 
 
 def test_autograd_and_a_forward_that_cannot_be_recorded_run_as_they_are():
@@ -56,12 +67,58 @@ def test_autograd_and_a_forward_that_cannot_be_recorded_run_as_they_are():
 
     slow = graphed(Syncs())
     a = torch.randn(64, device="cuda")
+    before = torch.cuda.current_stream()
     with warnings.catch_warnings(record=True) as seen, torch.no_grad():
         warnings.simplefilter("always")
         assert torch.allclose(slow(a), a * float(a.sum()))
         assert torch.allclose(slow(a), a * float(a.sum()))
     assert sum("could not be recorded" in str(w.message) for w in seen) == 1
     assert slow.replays == 0
+    # The failed capture left the caller on its own stream, and the GPU usable.
+    assert torch.cuda.current_stream() == before
+    with torch.no_grad():
+        c = torch.randn(512, device="cuda")
+        assert torch.equal(fast(c, c), kernel(c, c)) and fast.replays == 1
+
+
+def test_what_a_recording_is_keyed_on():
+    from autotriton_jupyter.cuda_graphs import _signature
+
+    t = torch.randn(4, 8, device="cuda")
+    assert _signature((t, 1)) == _signature((torch.randn(4, 8, device="cuda"), 1))
+    assert _signature((t, 1)) != _signature((t, 2)) and _signature((t, 1)) != _signature((t, 1.0))
+    assert _signature((t,)) != _signature((t.T,))  # strides
+    assert _signature((t[1:],)) == _signature((t[:3],))  # offsets are not part of it
+    assert _signature((t[:, :1].expand(4, 8),)) is None  # overlapping: run as it is
+    assert _signature((t, t.cpu())) is None
+
+
+def test_expanded_inputs_inference_mode_and_weights_under_grad_mode():
+    base = _kernel("examples/candidates/add_relu/pass_masked.py")
+
+    class WithWeight(base):  # a parameter it does not use: its outputs need no autograd
+        def __init__(self):
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.ones(1))
+
+    kernel = WithWeight().cuda()
+    fast = graphed(kernel)
+    x = torch.randn(1, device="cuda").expand(1024)  # every element is one memory location
+    y = torch.randn(1024, device="cuda")
+    assert torch.equal(fast(x, y), kernel(x, y)) and fast.recordings == 0
+    # Grad mode on, a module with a parameter: its first call of a signature runs as it is,
+    # and shows that the output needs no autograd; later calls replay.
+    y2 = torch.randn(1024, device="cuda")
+    for _ in range(3):
+        assert torch.equal(fast(y, y2), kernel(y, y2))
+    assert fast.replays == 2
+    # Recorded under inference mode, replayed under no_grad, and the other way round.
+    fresh = graphed(base().cuda())
+    with torch.inference_mode():
+        first = fresh(y, y2)
+    with torch.no_grad():
+        again = fresh(y, y2)
+    assert torch.equal(first, again) and fresh.replays == 2
 
 
 @pytest.mark.parametrize("path", ["examples/candidates/softmax/rowwise.py", "examples/candidates/row_sum/pass_loop.py"])
