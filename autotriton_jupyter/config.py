@@ -73,6 +73,10 @@ def tune_settings(tune: bool, no_tune: bool, budget_s: float | None) -> dict[str
     unless --no-tune; --tune asks for every variant, with no budget."""
     if tune and no_tune:
         raise ConfigError("--tune and --no-tune ask for opposite things: give one of them.")
+    if no_tune and budget_s is not None:
+        raise ConfigError(
+            "--no-tune skips the tuning pass and --tune-budget sets its time: give one of them."
+        )
     if tune and budget_s is not None:
         raise ConfigError(
             "--tune tries every variant, however long it takes, and --tune-budget limits the "

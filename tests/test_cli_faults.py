@@ -364,5 +364,7 @@ def test_tune_settings_from_flags():
         config.tune_settings(True, True, None)
     with pytest.raises(config.ConfigError, match="give one of them"):
         config.tune_settings(True, False, 10.0)
+    with pytest.raises(config.ConfigError, match="--no-tune skips"):
+        config.tune_settings(False, True, 10.0)
     with pytest.raises(config.ConfigError, match="0 or more"):
         config.tune_settings(False, False, float("nan"))

@@ -284,3 +284,56 @@ def test_a_variant_caught_cheating_fails_the_original(verifier, task, corpus):
     assert len(res.candidates) == 1 and res.best is None
     failed = {c.name: c.message for c in res.candidates[0].report.failed()}
     assert "timed_outputs" in failed["tuning_integrity"]
+
+
+def test_the_command_line_accepts_a_kernel_as_the_notebook_does(tmp_path, corpus, capsys):
+    """tritonize --accept NAME keeps the best passing candidate; tritonize names the ids it
+    stored, `kernels candidates` lists them, and `kernels accept NAME ID` keeps one that
+    passed and refuses one that did not (exit 1), saying why."""
+    import shutil
+
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    shutil.copy(corpus / "add_relu" / "pass_masked.py", answers / "a_pass.py")
+    shutil.copy(corpus / "add_relu" / "fail_sub.py", answers / "b_fail.py")
+    lib = tmp_path / "lib.sqlite"
+    task = str(corpus / "add_relu" / "task.py")
+    common = ["--model", f"files:{answers}", "-n", "2", "--library", str(lib), "--device", "cpu"]
+    assert main(["tritonize", task, *common, "--accept", "fast_add", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "accepted as fast_add" in out and "stored in" in out
+    with Store(lib) as s:
+        kept = s.get("fast_add")
+        assert "class ModelNew" in kept.code and kept.verdict == "pass"
+        rows = s.candidates()
+    failed = next(r["id"] for r in rows if r["verdict"] == "fail")
+    passed = next(r["id"] for r in rows if r["verdict"] == "pass")
+    assert main(["kernels", "candidates", "--library", str(lib)]) == 0
+    listing = capsys.readouterr().out
+    assert f"#{failed}" in listing and f"#{passed}" in listing
+    assert main(["kernels", "accept", "other", str(failed), "--library", str(lib)]) == 1
+    assert "did not pass" in capsys.readouterr().err
+    assert main(["kernels", "accept", "other", str(passed), "--library", str(lib)]) == 0
+    assert "accepted: other" in capsys.readouterr().out
+    assert main(["kernels", "accept", "other", "99999", "--library", str(lib)]) == 2
+    assert "no candidate #99999" in capsys.readouterr().err
+    assert main(["kernels", "list", "--library", str(tmp_path / "none.sqlite")]) == 0
+    assert "no accepted kernels yet" in capsys.readouterr().out
+
+
+def test_tuning_asked_for_on_the_cpu_says_why_it_did_not_run(tmp_path, corpus, capsys):
+    """--tune without a GPU: the JSON's `tuning` says why nothing was tuned, and a warning
+    says so even with -q (tuning was asked for)."""
+    import shutil
+
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    shutil.copy(corpus / "add_relu" / "pass_masked.py", answers / "a.py")
+    code = main(["tritonize", str(corpus / "add_relu" / "task.py"), "--model", f"files:{answers}",
+                 "-n", "1", "--library", str(tmp_path / "lib.sqlite"), "--device", "cpu",
+                 "--tune", "--json", "-q"])  # fmt: skip
+    got = capsys.readouterr()
+    d = json.loads(got.out)
+    assert code == 0 and "timing needs a GPU" in d["tuning"]["skipped"]
+    assert "--tune: the tuning pass did not run" in got.err
+    assert d["candidate_ids"] and d["accepted"] is None

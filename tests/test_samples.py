@@ -48,7 +48,7 @@ def test_answers_become_attempts_and_are_written_with_a_summary(tmp_path, answer
     assert (out / "sample-2.md").read_text() == got[1].completion
     assert not (out / "sample-2.py").exists()
     record = sample_record(got[0], written[0])
-    assert record["code_path"] == written[0]["code"] and record["completion"]["sample"] == 0
+    assert record["code_path"] == written[0]["code"] and record["completion"]["sample"] == 1
     json.dumps(record)
     assert [p.name for p in earlier_samples(out)] == ["sample-1.md", "sample-1.py", "sample-2.md", "summary.json"]
     assert earlier_samples(tmp_path / "nothing-here") == []
@@ -72,3 +72,18 @@ def test_a_folder_that_cannot_be_made_is_a_clear_refusal(tmp_path, answers):
     got = generate_candidates(task, ReplayGenerator(str(answers)), 1, GenerationParams(max_tokens=8))
     with pytest.raises(TaskError, match="could not be made.*-o DIR"):
         write_samples(got, blocker / "out", "m")
+
+
+def test_force_leaves_no_sample_of_the_earlier_run(tmp_path, answers, capsys):
+    """generate --force into a folder of an earlier run: its samples are gone, so none of
+    them mixes with this run's (a replay of the folder would take them for this run's)."""
+    from autotriton_jupyter.cli import main
+
+    task = str(ROOT / "examples/tasks/add_relu.py")
+    out = tmp_path / "gen"
+    assert main(["generate", task, "--model", f"files:{answers}", "-n", "2", "-o", str(out), "-q"]) == 0
+    assert (out / "sample-2.md").exists()
+    assert main(["generate", task, "--model", f"files:{answers}", "-n", "1", "-o", str(out), "-q"]) == 2
+    assert main(["generate", task, "--model", f"files:{answers}", "-n", "1", "-o", str(out), "--force", "-q"]) == 0
+    capsys.readouterr()
+    assert sorted(p.name for p in out.iterdir()) == ["sample-1.md", "sample-1.py", "summary.json"]

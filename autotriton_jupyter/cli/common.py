@@ -59,9 +59,11 @@ def _add_tune_flags(p: argparse.ArgumentParser, by_default: bool = False) -> Non
     p.add_argument(
         "--tune-variants",
         type=_types()["count"],
-        default=TritonizeOptions.tune_variants,
+        # verify: None tells "not given" from the default (giving it asks for tuning)
+        default=TritonizeOptions.tune_variants if by_default else None,
         metavar="N",
-        help="at most N one-parameter variants (default %(default)s), then the improving ones together",
+        help=f"at most N one-parameter variants (default {TritonizeOptions.tune_variants}), "
+        "then the improving ones together",
     )
 
 

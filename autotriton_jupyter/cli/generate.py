@@ -17,6 +17,7 @@ from .common import (
     _options,
     _progress,
     _TokenProgress,
+    _warn,
 )
 
 # Checks that need more than one argument, run by main() before the command does any work.
@@ -64,6 +65,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
     )
     samples, interrupted = generate_interruptibly(task, generator, args.n, params, progress)
     out_dir = args.output or f"autotriton-out/{task.name}"
+    if args.force:  # an earlier run's samples go: none of them may mix with this run's
+        from ..pipeline.samples import earlier_samples
+
+        for p in earlier_samples(out_dir):
+            p.unlink(missing_ok=True)
     summary, written = write_samples(samples, out_dir, options.name)
     if args.json:
         print(
@@ -179,6 +185,9 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
                   f"{accepted} = load_kernel({accepted!r})`")
         elif best and ids:
             print(f"keep it with `autotriton kernels accept NAME {ids[0]}` (or run with --accept NAME)")
+    skipped = (result.tuning or {}).get("skipped")
+    if args.tune and skipped:  # asked for, and it did not run: say so even with -q
+        _warn(f"--tune: the tuning pass did not run: {skipped}.")
     if args.accept and not best:
         top = result.candidates[0] if result.candidates else None
         extra = (
@@ -191,25 +200,38 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
     return EXIT_PASS if best else EXIT_FAIL
 
 
+def _add_sampling_flags(p: argparse.ArgumentParser, T: dict[str, Callable[[str], Any]], sampling: Any) -> None:
+    """The model and how it samples, for generate and tritonize alike."""
+    p.add_argument(
+        "--model",
+        type=T["name"],
+        help="autotriton (default), tiny, tiny-hf, a .gguf file, an HF folder, openai:NAME, "
+        "or files:DIR (answers replayed from the files in DIR)",
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=T["tokens"],
+        default=sampling.max_tokens,
+        help="tokens per sample (default %(default)s)",
+    )
+    p.add_argument(
+        "--temperature", type=T["temperature"], default=sampling.temperature,
+        help="sampling temperature (default %(default)s)",
+    )  # fmt: skip
+    p.add_argument(
+        "--top-p", type=T["top_p"], default=sampling.top_p, help="nucleus sampling (default %(default)s)"
+    )
+    p.add_argument(
+        "--seed", type=T["seed"], help="the model's sampling seed (default: a new one each run)"
+    )
+
+
 def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: Any) -> None:
     """The `generate` and `tritonize` subcommands."""
     g = sub.add_parser("generate", help="sample Triton rewrites of a task with the local model")
     g.add_argument("reference", type=source_file, help="REF.py in the KernelBench format")
-    g.add_argument(
-        "--model",
-        type=T["name"],
-        help="autotriton (default), tiny, tiny-hf, a .gguf file, an HF folder, or openai:NAME",
-    )
     g.add_argument("-n", type=T["samples"], default=run.n, help=f"number of samples (default {run.n})")
-    g.add_argument(
-        "--max-tokens",
-        type=T["tokens"],
-        default=sampling.max_tokens,
-        help=f"per sample (default {sampling.max_tokens})",
-    )
-    g.add_argument("--temperature", type=T["temperature"], default=sampling.temperature)
-    g.add_argument("--top-p", type=T["top_p"], default=sampling.top_p)
-    g.add_argument("--seed", type=T["seed"])
+    _add_sampling_flags(g, T, sampling)
     g.add_argument(
         "-o",
         "--output",
@@ -221,13 +243,12 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
         action="store_true",
         help="overwrite the samples of an earlier run in the output folder",
     )
-    g.add_argument("--json", action="store_true")
+    g.add_argument("--json", action="store_true", help="one JSON object on stdout")
     g.add_argument("-q", "--quiet", action="store_true")
     g.set_defaults(func=cmd_generate, precheck=_check_generate)
 
     t = sub.add_parser("tritonize", help="generate, verify and rank Triton rewrites of a task")
     t.add_argument("reference", type=source_file, help="REF.py in the KernelBench format")
-    t.add_argument("--model", type=T["name"])
     t.add_argument("-n", type=T["samples"], default=run.n, help=f"samples (default {run.n})")
     t.add_argument(
         "--rounds",
@@ -235,10 +256,7 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
         default=run.rounds,
         help=f"repair rounds after the first (default {run.rounds})",
     )
-    t.add_argument("--max-tokens", type=T["tokens"], default=sampling.max_tokens)
-    t.add_argument("--temperature", type=T["temperature"], default=sampling.temperature)
-    t.add_argument("--top-p", type=T["top_p"], default=sampling.top_p)
-    t.add_argument("--seed", type=T["seed"])
+    _add_sampling_flags(t, T, sampling)
     t.add_argument("-o", "--output", type=output_file, help="write the best passing candidate here")
     t.add_argument(
         "--speed-rounds",
@@ -268,6 +286,6 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
         type=output_file,
         help="kernel library file (default: the user data directory)",
     )
-    t.add_argument("--json", action="store_true")
+    t.add_argument("--json", action="store_true", help="one JSON object on stdout (the result, the library, the stored ids)")
     _add_verify_flags(t, seed=False)
     t.set_defaults(func=cmd_tritonize)

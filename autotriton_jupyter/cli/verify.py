@@ -20,8 +20,10 @@ def _check_verify(args: argparse.Namespace) -> None:
     from ..config import TritonizeOptions
     from ..task import TaskError
 
-    if not args.tune and (args.tuned_out or args.tune_variants != TritonizeOptions.tune_variants):
+    if not args.tune and (args.tuned_out or args.tune_variants is not None):
         args.tune = True  # asking where the tuned kernel goes, or how many variants, is asking to tune
+    if args.tune_variants is None:
+        args.tune_variants = TritonizeOptions.tune_variants
     if args.tuned_out and Path(args.tuned_out).resolve() in {
         Path(args.candidate).resolve(), Path(args.reference).resolve()
     }:

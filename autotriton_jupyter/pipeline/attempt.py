@@ -101,6 +101,7 @@ class Result:
     seconds: float = 0.0
     adapter: str | None = None  # the LoRA adapter the model ran with, if any
     ranked_by: str = "device"  # the speed figure that ranked them (config.RANK_FIGURES)
+    tuning: dict[str, Any] | None = None  # what the tuning pass did (tuning.Tuning.to_dict), if it ran
 
     @property
     def best(self) -> Attempt | None:
@@ -112,6 +113,7 @@ class Result:
             "model": self.model,
             "adapter": self.adapter,
             "ranked_by": self.ranked_by,
+            "tuning": self.tuning,
             "cancelled": self.cancelled,
             "seconds": self.seconds,
             "best": 0 if self.best else None,

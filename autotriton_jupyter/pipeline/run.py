@@ -53,7 +53,15 @@ def tritonize(
 ) -> Result:
     """Sample n candidates, verify them, and repair failures for up to `rounds` more rounds."""
     o = options or TritonizeOptions()
-    emit = on_event or (lambda _e: None)
+    tell = on_event or (lambda _e: None)
+    tuning: dict[str, Any] = {}
+
+    def emit(e: PipelineEvent) -> None:
+        if e.kind == "tuning" and "tuning" in e.data:  # what the tuning pass did, for Result
+            tuning.clear()
+            tuning.update(e.data["tuning"])
+        tell(e)
+
     cancel = cancel or Cancel()
     own = verifier is None
     v = verifier or Verifier(o.verify, on_event=lambda m: emit(PipelineEvent("verifying", m)))
@@ -68,7 +76,7 @@ def tritonize(
             emit(
                 PipelineEvent(
                     "generating",
-                    f"round {rnd + 1}: sampling {o.n} candidates"
+                    f"round {rnd + 1}: sampling {o.n} candidate{'' if o.n == 1 else 's'}"
                     if rnd == 0
                     else f"round {rnd + 1}: repairing {len(chats)} candidates",
                     round=rnd,
@@ -113,6 +121,7 @@ def tritonize(
         time.perf_counter() - t0,
         getattr(generator, "adapter", None),
         o.rank_by,
+        tuning or None,
     )
     emit(PipelineEvent("done", "a candidate passed" if res.best else "no candidate passed"))
     return res
@@ -211,7 +220,14 @@ def _tune_best(
         c for c in results if c.passed and c.code and (c.report and (c.report.timing or {}).get("candidate_ms"))
     ]
     if not timed:
-        emit(PipelineEvent("tuning", "tuning: no passing candidate was timed (it needs a GPU)"))
+        why = (
+            "no candidate passed"
+            if not any(c.passed for c in results)
+            else "timing was off (--no-timing)"
+            if not o.verify.timing
+            else "no passing candidate was timed (timing needs a GPU)"
+        )
+        emit(PipelineEvent("tuning", f"tuning: nothing to tune: {why}", data={"tuning": {"skipped": why}}))
         return None
     best = min(timed, key=lambda c: rank_key(c, o.rank_by))
     assert best.code is not None and best.report is not None

@@ -118,7 +118,7 @@ def sample_record(a: Attempt, written: dict[str, Any] | None = None) -> dict[str
             "tokens": a.tokens,
             "finish_reason": a.finish_reason,
             "seconds": a.seconds,
-            "sample": a.sample,
+            "sample": a.sample + 1,  # from 1, as summary.json and the file names
         },
         "code": a.code,
         "problem": a.problem,

@@ -690,8 +690,9 @@ class Verifier(ReferencePrep, TimedChecks):
                 "torch_ops",
                 FAIL,
                 f"forward ran PyTorch compute ops {where}: {_fmt_ops(ops)}; the "
-                f"work must be done by the candidate's Triton kernels (to accept this, pass "
-                f"--allow-torch {flag}).",
+                f"work must be done by the candidate's Triton kernels. Only if a kernel that "
+                f"leaves these ops to PyTorch is what you want (a matmul left to cuBLAS, say) "
+                f"does --allow-torch {flag} allow them.",
             )
         else:
             r.add("torch_ops", PASS)

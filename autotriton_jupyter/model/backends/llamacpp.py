@@ -7,9 +7,12 @@ token and leaves the model loaded and usable.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import random
 import struct
 import time
+import weakref
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -80,6 +83,13 @@ def _read_value(f: BinaryIO, kind: int) -> Any:
                 _read_value(f, item)
         return None
     raise ValueError(f"unknown GGUF value type {kind}")
+
+
+def _close(ref: weakref.ref) -> None:
+    llm = ref()
+    if llm is not None:
+        with contextlib.suppress(Exception):
+            llm.close()
 
 
 def context_length(path: str | Path) -> int | None:
@@ -158,6 +168,9 @@ class LlamaCppGenerator:
                 "or of an architecture this llama.cpp build does not know."
             ) from e
         emit(Event("load", message=f"loaded {p.name} in {time.perf_counter() - t0:.1f} s"))
+        # Closed before the interpreter tears its modules down: llama-cpp-python's own
+        # __del__ then runs without them and prints a traceback at every exit.
+        atexit.register(_close, weakref.ref(self.llm))
 
     def generate(
         self,
