@@ -79,7 +79,7 @@ def test_spares_are_not_over_started(corpus):
 @pytest.mark.parametrize("fixture", ["pass_masked", "fail_sub"])
 def test_large_tasks_are_judged_in_parts_with_the_same_verdict(corpus, monkeypatch, fixture):
     """Inputs and outputs over PART_BYTES travel in several messages; verdicts do not change."""
-    from autotriton_jupyter.verify import judge, sandbox
+    from autotriton_jupyter.verify import judge, reference, sandbox
 
     task = Task.from_file(corpus / "add_relu" / "task.py")
     cand = Candidate.from_file(corpus / "add_relu" / f"{fixture}.py")
@@ -94,6 +94,7 @@ def test_large_tasks_are_judged_in_parts_with_the_same_verdict(corpus, monkeypat
 
     monkeypatch.setattr(sandbox.Worker, "call", counted)
     monkeypatch.setattr(judge, "PART_BYTES", 1)  # one input set, one run per message
+    monkeypatch.setattr(reference, "PART_BYTES", 1)  # the reference's sets too
     with Verifier(VerifyOptions(device="cpu", seed=9, timeout=15, timing=False)) as v:
         parts = v.verify(task, cand)
     assert parts.verdict == whole.verdict

@@ -54,3 +54,26 @@ def test_a_failed_background_start_is_reported_and_retried(fresh_session, monkey
     assert session.start_error() is not None
     monkeypatch.delenv("AUTOTRITON_BWRAP")
     assert session.get(VerifyOptions(device="cpu", timing=False)).pool_alive()
+
+
+def test_a_reference_in_use_is_not_released_when_other_tasks_push_it_out(corpus, monkeypatch):
+    """References are kept per task, the oldest released beyond MAX_REFERENCES; one that a
+    candidate is being judged against keeps its worker until that candidate is done (it
+    was charged to the candidate before: its worker died under it)."""
+    from autotriton_jupyter.verify import Verifier, reference
+
+    monkeypatch.setattr(reference, "MAX_REFERENCES", 1)
+    a = Task.from_file(corpus / "add_relu" / "task.py")
+    b = Task.from_file(corpus / "softmax" / "task.py")
+    with Verifier(VerifyOptions(device="cpu", seed=3, timing=False)) as v:
+        held = v.prepare(a, hold=True)
+        other = v.prepare(b)  # pushes a's reference out of the kept ones
+        assert held.retired and held.users == 1 and held.worker.proc.is_alive()
+        assert held.worker.call("probe_vary", 60, "the reference", sets=[held.timed[0]], seed=1)["mode"]
+        v.drop(held)
+        held.worker.proc.join(10)
+        assert not held.worker.proc.is_alive()  # released by its last user
+        v.prepare(a)  # and a's reference is made again when asked for
+        assert not other.users and other.retired is False
+        other.worker.proc.join(10)
+        assert not other.worker.proc.is_alive()  # not in use: released when pushed out

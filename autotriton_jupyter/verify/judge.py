@@ -306,12 +306,30 @@ class Verifier(ReferencePrep, TimedChecks):
         r.notes.extend(lint.notes)
         if not r.failed():
             t_ref = time.perf_counter()
-            ref = self.prepare(task)  # a reference that cannot run is the caller's error
-            r.seconds["reference"] = time.perf_counter() - t_ref
-            self._signature(task, candidate, r)
-        if r.failed():
-            r.seconds["total"] = time.perf_counter() - t0
-            return r.finish(o.strict)
+            # A reference that cannot run is the caller's error. Held until this candidate
+            # is judged: other tasks cannot push it out from under it meanwhile.
+            ref = self.prepare(task, hold=True)
+            try:
+                r.seconds["reference"] = time.perf_counter() - t_ref
+                self._signature(task, candidate, r)
+                if not r.failed():
+                    return self._against(ref, task, candidate, r, before_timing, t0)
+            finally:
+                self.drop(ref)
+        r.seconds["total"] = time.perf_counter() - t0
+        return r.finish(o.strict)
+
+    def _against(
+        self,
+        ref: Reference,
+        task: Task,
+        candidate: Candidate,
+        r: Report,
+        before_timing: Callable[[Report], bool] | None,
+        t0: float,
+    ) -> Report:
+        """The candidate judged against the reference, once the lint passed."""
+        o = self.options
         r.add("lint", PASS)
         r.notes.extend(ref.notes)
         if ref.null:

@@ -67,6 +67,10 @@ class Reference:
     own_shape: list[int] = field(default_factory=list)
     timed: list[int] = field(default_factory=list)
     vary_mode: str | None = None  # how timing varies the timed sets (vary.MODES), once probed
+    # Candidates being judged against it: one dropped from the kept references meanwhile
+    # (`retired`) keeps its worker until the last of them is done (released by `drop`).
+    users: int = 0
+    retired: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
     # Input sets encoded once into sealed memory files, by (first, end) set index: every
     # candidate's worker is handed the same files, which none of them can change.
@@ -167,22 +171,41 @@ class ReferencePrep:
     _refs: dict[str, Reference]
     _refs_lock: threading.Lock
 
-    def prepare(self, task: Task) -> Reference:
-        """Run the reference once for this task: parameters, fresh input sets, outputs."""
+    def prepare(self, task: Task, hold: bool = False) -> Reference:
+        """Run the reference once for this task: parameters, fresh input sets, outputs.
+
+        hold=True: a candidate is judged against it until `drop(ref)`; its worker is not
+        released meanwhile, even if other tasks push it out of the kept references (a
+        reference lost that way would otherwise be charged to the candidate)."""
         o = self.options
         key = f"{task.key}:{o.seed}:{o.trials}:{';'.join(o.shapes)}"
         with self._refs_lock:
             ref = self._refs.pop(key, None)
             if ref is not None and not ref.worker.proc.is_alive():
-                self.pool.release(ref.worker)  # lost with its fork server: run it again
+                if ref.users:
+                    ref.retired = True  # its users fail on their own; the last one releases it
+                else:
+                    self.pool.release(ref.worker)  # lost with its fork server: run it again
                 ref = None
             if ref is None:
                 ref = self._prepare(task)
             self._refs[key] = ref  # most recent last
             while len(self._refs) > MAX_REFERENCES:
-                oldest = next(iter(self._refs))
-                self.pool.release(self._refs.pop(oldest).worker)
+                oldest = self._refs.pop(next(iter(self._refs)))
+                if oldest.users:
+                    oldest.retired = True
+                else:
+                    self.pool.release(oldest.worker)
+            if hold:
+                ref.users += 1
             return ref
+
+    def drop(self, ref: Reference) -> None:
+        """A candidate held by prepare(hold=True) is done with `ref`."""
+        with self._refs_lock:
+            ref.users -= 1
+            if ref.retired and ref.users == 0:
+                self.pool.release(ref.worker)
 
     def _prepare(self, task: Task) -> Reference:
         o = self.options
