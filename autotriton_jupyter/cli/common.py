@@ -124,7 +124,8 @@ def _add_verify_flags(p: argparse.ArgumentParser, seed: bool = True) -> None:
         p.add_argument(
             "--seed",
             type=_setting("verify", "seed"),
-            help="fix the input seeds (default: fresh each run)",
+            help="fix the input seeds (default: fresh each run; a running verifier service "
+            "keeps a task's first draw until it stops)",
         )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 

@@ -58,7 +58,10 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
     """The `eval` subcommand."""
     from ..config import LAUNCH_BOUND_MS
     e = sub.add_parser(
-        "eval", help="measure a model, or a folder of candidates, on a folder of tasks"
+        "eval",
+        help="measure a model, or a folder of candidates, on a folder of tasks",
+        description="Exit status: 0 the run finished (whatever the candidates' verdicts: they "
+        "are in the results), 2 usage or input error, 130 interrupted (--resume continues).",
     )
     e.add_argument("tasks", type=existing_dir, help="folder of KernelBench-format task files")
     e.add_argument(

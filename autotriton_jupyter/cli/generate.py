@@ -247,7 +247,12 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
     g.add_argument("-q", "--quiet", action="store_true")
     g.set_defaults(func=cmd_generate, precheck=_check_generate)
 
-    t = sub.add_parser("tritonize", help="generate, verify and rank Triton rewrites of a task")
+    t = sub.add_parser(
+        "tritonize",
+        help="generate, verify and rank Triton rewrites of a task",
+        description="Exit status: 0 a candidate passed, 1 none did (also after Ctrl-C, which "
+        "keeps the candidates that finished), 2 usage or input error.",
+    )
     t.add_argument("reference", type=source_file, help="REF.py in the KernelBench format")
     t.add_argument("-n", type=T["samples"], default=run.n, help=f"samples (default {run.n})")
     t.add_argument(
