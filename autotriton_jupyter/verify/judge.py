@@ -521,8 +521,22 @@ class Verifier(ReferencePrep, TimedChecks):
             r.notes.append("timing was skipped: the run was interrupted")
             return
         step = time.perf_counter()
-        self._vary_mode(ref)
-        rt = self._reference_timing(ref)
+        if ref.timing_failure:
+            r.notes.append(f"no speed figures: {ref.timing_failure}")
+            return
+        try:
+            self._vary_mode(ref)
+            rt = self._reference_timing(ref)
+        except WorkerFailure as f:
+            # The reference's failure is not the candidate's: its verdict stands, without
+            # figures (as with --no-timing). One that ran out of time is not tried again.
+            if f.kind == "lost":
+                raise  # the fork server ended: the candidate is judged again
+            why = f"the reference could not be timed ({f.kind}: {f.message[:200]})"
+            if f.kind == "timeout":
+                ref.timing_failure = why
+            r.notes.append(f"no speed figures: {why}")
+            return
         mode = ref.vary_mode or "elements"  # as the reference's timing left it (it may step down)
         took("reference_timing")
         keep = max(1, min(3, PART_BYTES // max(1, out_bytes) - 2))  # outputs kept while timed

@@ -71,6 +71,7 @@ class Reference:
     # (`retired`) keeps its worker until the last of them is done (released by `drop`).
     users: int = 0
     retired: bool = False
+    timing_failure: str | None = None  # why it cannot be timed (then no candidate gets figures)
     lock: threading.Lock = field(default_factory=threading.Lock)
     # Input sets encoded once into sealed memory files, by (first, end) set index: every
     # candidate's worker is handed the same files, which none of them can change.
