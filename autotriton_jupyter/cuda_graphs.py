@@ -15,8 +15,8 @@ output is never overwritten by a later call).
 
 Where a graph cannot serve, the module runs as it is, with the same results: off the
 GPU; for tensors on several GPUs or that overlap themselves (an expanded view); for
-arguments that are not tensors or plain constants; while another stream capture is
-going on; when autograd needs the call (an input requires grad, or with grad mode on the
+arguments that are not tensors or plain constants, and keyword arguments; under
+autocast; while another stream capture is going on; when autograd needs the call (an input requires grad, or with grad mode on the
 module's own output does: its first call of a signature runs as it is to see); and for a
 forward that cannot be recorded (one that waits on the device, say; said once in a
 warning). `replays` counts the calls a graph served, `recordings` the graphs made. At
@@ -29,8 +29,10 @@ caller's tensors.
 
 A recording keeps what forward read when it was made: the parameters' addresses (their
 values may change in place, as an optimizer changes them) and the module's other
-attributes. A module changed otherwise after its first call (a parameter replaced, an
-attribute that forward reads set anew) needs a new `graphed` around it.
+attributes. Parameters and buffers moved or replaced (.half(), .to(), a new Parameter)
+are noticed, and the graphs made again; the mode (train or eval) is part of the
+signature; any other attribute that forward reads, set anew, needs a new `graphed`.
+Replays from several streams wait for each other (they share the graph's buffers).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class _Recorded:
     graph: torch.cuda.CUDAGraph
     inputs: list[torch.Tensor]  # the graph's input buffers, in argument order (tensors only)
     output: Any  # the graph's output tensors, as forward returned them
+    done: torch.cuda.Event | None = None  # its last replay's outputs copied out, on the caller's stream
 
 
 def _signature(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
@@ -68,10 +71,18 @@ def _signature(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
             devices.add(a.device)
             key.append(("t", tuple(a.shape), a.stride(), a.dtype, a.device))
         elif type(a) in _CONSTANTS:
-            key.append(("c", type(a), a))
+            key.append(("c", type(a), repr(a)))  # repr: -0.0 is not 0.0, nan is nan
         else:
             return None
     return tuple(key) if len(devices) == 1 else None
+
+
+def _autocast() -> bool:
+    """Whether autocast is on for CUDA (a graph keeps the dtypes it was recorded with)."""
+    try:
+        return torch.is_autocast_enabled("cuda")
+    except TypeError:  # an older torch: no device argument
+        return torch.is_autocast_enabled()
 
 
 def _outputs(out: Any) -> list[torch.Tensor] | None:
@@ -95,8 +106,8 @@ class Graphed(torch.nn.Module):
                 f"graphed() takes a module, not {type(module).__name__}: build it first, e.g. "
                 "graphed(ModelNew(*init_args).cuda())"
             )
-        if max_graphs < 1:
-            raise ValueError("max_graphs must be 1 or more")
+        if max_graphs < 1 or warmup < 1:
+            raise ValueError("max_graphs and warmup must be 1 or more")
         super().__init__()
         self.module = module
         self.max_graphs = max_graphs
@@ -106,13 +117,25 @@ class Graphed(torch.nn.Module):
         self._autograd: set[tuple[Any, ...]] = set()  # the output needs autograd
         self._plain: set[tuple[Any, ...]] = set()  # seen under grad mode: no autograd needed
         self._lock = threading.Lock()
+        self._state: tuple[Any, ...] | None = None  # the parameters' storage the graphs read
         self.replays = 0  # calls a graph served
         self.recordings = 0  # graphs made
 
-    def forward(self, *args: Any) -> Any:
+    def _storage(self) -> tuple[Any, ...]:
+        """Where the module's parameters and buffers live, and what they are: a change
+        (.half(), .to(), a parameter replaced) leaves every graph reading freed memory."""
+        return tuple(
+            (t.data_ptr(), t.dtype, tuple(t.shape))
+            for t in (*self.module.parameters(), *self.module.buffers())
+        )
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs or _autocast():
+            return self.module(*args, **kwargs)
         key = _signature(args)
         if key is None or key in self._refused or torch.cuda.is_current_stream_capturing():
             return self.module(*args)
+        key = (*key, self.module.training)
         if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args) and torch.is_grad_enabled():
             return self.module(*args)
         if torch.is_grad_enabled() and key not in self._plain:
@@ -122,9 +145,16 @@ class Graphed(torch.nn.Module):
             # around the kernels, say): the first call runs as it is to see.
             out = self.module(*args)
             leaves = _outputs(out) or []
-            (self._autograd if any(x.requires_grad for x in leaves) else self._plain).add(key)
+            seen = self._autograd if any(x.requires_grad for x in leaves) else self._plain
+            if len(seen) > 1024:
+                seen.clear()
+            seen.add(key)
             return out
         with self._lock, torch.inference_mode(False), torch.no_grad():
+            state = self._storage()
+            if state != self._state:  # the module moved or changed: every graph is stale
+                self._recorded.clear()
+                self._state = state
             rec = self._recorded.get(key)
             if rec is None:
                 rec = self._record(key, args)
@@ -132,11 +162,17 @@ class Graphed(torch.nn.Module):
                     return self.module(*args)
             else:
                 self._recorded.move_to_end(key)
+            stream = torch.cuda.current_stream(rec.inputs[0].device if rec.inputs else None)
+            if rec.done is not None:  # a replay from another stream may still be reading them
+                stream.wait_event(rec.done)
             for buf, a in zip(rec.inputs, (a for a in args if isinstance(a, torch.Tensor))):
                 buf.copy_(a)
             rec.graph.replay()
+            out = _copied(rec.output)
+            rec.done = torch.cuda.Event()
+            rec.done.record(stream)
             self.replays += 1
-            return _copied(rec.output)
+            return out
 
     def _record(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> _Recorded | None:
         device = next(a.device for a in args if isinstance(a, torch.Tensor))
@@ -164,6 +200,8 @@ class Graphed(torch.nn.Module):
             except Exception as e:  # noqa: BLE001 - any failure means: run it as it is
                 with contextlib.suppress(Exception):
                     torch.cuda.synchronize()
+                if len(self._refused) > 1024:
+                    self._refused.clear()
                 self._refused.add(key)
                 warnings.warn(
                     f"{type(self.module).__name__}'s forward could not be recorded in a CUDA "

@@ -130,3 +130,23 @@ def test_the_other_shipped_kernels_replay_too(path):
             x = torch.randn(512, 1000, device="cuda")
             assert torch.allclose(fast(x), kernel(x))
     assert fast.replays == 2
+
+
+def test_parameters_moved_under_live_graphs_are_noticed_and_keywords_run_as_they_are():
+    base = _kernel("examples/candidates/add_relu/pass_masked.py")
+
+    class WithBuffer(base):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("unused", torch.zeros(4))
+
+    m = WithBuffer().cuda()
+    fast = graphed(m)
+    x = torch.randn(256, device="cuda")
+    with torch.no_grad():
+        fast(x, x)
+        assert fast.recordings == 1
+        m.unused = torch.ones(4, device="cuda")  # a buffer replaced: the graph is stale
+        assert torch.equal(fast(x, x), m(x, x)) and fast.recordings == 2
+        before = fast.replays
+        assert torch.equal(fast(x, y=x), m(x, y=x)) and fast.replays == before  # keywords
