@@ -132,10 +132,12 @@ class Graphed(torch.nn.Module):
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs or _autocast():
             return self.module(*args, **kwargs)
-        key = _signature(args)
-        if key is None or key in self._refused or torch.cuda.is_current_stream_capturing():
+        sig = _signature(args)
+        if sig is None or torch.cuda.is_current_stream_capturing():
             return self.module(*args)
-        key = (*key, self.module.training)
+        key = (*sig, self.module.training)
+        if key in self._refused:
+            return self.module(*args)
         if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args) and torch.is_grad_enabled():
             return self.module(*args)
         if torch.is_grad_enabled() and key not in self._plain:
@@ -194,6 +196,7 @@ class Graphed(torch.nn.Module):
                     for _ in range(self.warmup):
                         self.module(*static)
                 torch.cuda.current_stream().wait_stream(side)
+                torch.cuda.synchronize()  # nothing pending on any stream when capture begins
                 output = self._capture(graph, side, static)
                 if _outputs(output) is None:
                     raise TypeError(f"forward returned {type(output).__name__}, not tensors")
