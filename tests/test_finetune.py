@@ -65,6 +65,7 @@ def accept_pairs() -> dict[str, str]:
     return codes
 
 
+@pytest.mark.timeout(1500)  # training, then greedy answers, on 2 cores: about 5 to 10 minutes
 def test_the_loop_learns_the_accepted_kernels(home):
     codes = accept_pairs()
     res = run_finetune("tiny-hf", "mine", FAST)
