@@ -54,29 +54,16 @@ def launch_overhead() -> dict:
 
     out = {}
     for name, fn in (("triton", triton_call), ("eager", eager_call)):
-        for _ in range(50):
-            fn()
-        torch.cuda.synchronize()
-        n = 2000
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-            torch.cuda.synchronize()
-        one = (time.perf_counter() - t0) / n * 1e3
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        torch.cuda.synchronize()
-        row = (time.perf_counter() - t0) / n * 1e3
-        out[name] = {"one_call_synchronised_ms": one, "back_to_back_ms": row}
+        got = _per_call_ms(fn, n=2000, warmup=50)
+        out[name] = {"one_call_synchronised_ms": got["one_call_ms"], "back_to_back_ms": got["back_to_back_ms"]}
     return out
 
 
-def _per_call_ms(fn, n: int = 1000) -> dict:
+def _per_call_ms(fn, n: int = 1000, warmup: int = 20) -> dict:
     """Wall time per call, host included: one synchronised call at a time, and back to back."""
     import torch
 
-    for _ in range(20):
+    for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     t0 = time.perf_counter()

@@ -313,7 +313,7 @@ class Verifier(ReferencePrep, TimedChecks):
                 r.seconds["reference"] = time.perf_counter() - t_ref
                 self._signature(task, candidate, r)
                 if not r.failed():
-                    return self._against(ref, task, candidate, r, before_timing, t0)
+                    return self._against(ref, candidate, r, before_timing, t0)
             finally:
                 self.drop(ref)
         r.seconds["total"] = time.perf_counter() - t0
@@ -322,7 +322,6 @@ class Verifier(ReferencePrep, TimedChecks):
     def _against(
         self,
         ref: Reference,
-        task: Task,
         candidate: Candidate,
         r: Report,
         before_timing: Callable[[Report], bool] | None,
