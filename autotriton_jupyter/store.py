@@ -205,20 +205,22 @@ class Accepted:
     speedup_vs_compile_b2b: float | None = None
 
 
-def _b2b(report: str | None) -> tuple[float | None, float | None]:
-    """The back-to-back speedups in a stored report (None where absent or unreadable)."""
-    try:
-        timing = (json.loads(report) or {}).get("timing") or {} if report else {}
-    except (ValueError, AttributeError):
-        return None, None
-    if not isinstance(timing, dict):
-        return None, None
+def _b2b_columns() -> str:
+    """SQL for the back-to-back speedups kept in a candidate's stored report, read by
+    SQLite (the reports are not loaded): NULL where absent, not a number, or the report
+    unreadable."""
+    cols = []
+    for key in ("speedup_vs_eager_b2b", "speedup_vs_compile_b2b"):
+        path = f"'$.timing.{key}'"
+        cols.append(
+            f"CASE WHEN json_valid(c.report) THEN CASE WHEN json_type(c.report, {path})"
+            f" IN ('integer', 'real') THEN json_extract(c.report, {path}) END END AS {key}"
+        )
+    return ", ".join(cols)
 
-    def figure(key: str) -> float | None:
-        v = timing.get(key)
-        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and v > 0 else None
 
-    return figure("speedup_vs_eager_b2b"), figure("speedup_vs_compile_b2b")
+def _positive(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and v > 0 else None
 
 
 class Store:
@@ -658,7 +660,7 @@ class Store:
         return (
             "SELECT a.name, a.code, a.edited, a.created, t.name AS task_name,"
             " t.source AS task_source, c.verdict, c.speedup_vs_eager, c.speedup_vs_compile,"
-            f" c.model, c.prompt, c.completion, {chat}, c.adapter, c.report"
+            f" c.model, c.prompt, c.completion, {chat}, c.adapter, {_b2b_columns()}"
             " FROM accepted a JOIN tasks t ON t.id = a.task_id"
             " LEFT JOIN candidates c ON c.id = a.candidate_id"
         )
@@ -712,7 +714,8 @@ class Store:
             r["completion"],
             _chat(r["chat"]),
             r["adapter"],
-            *_b2b(r["report"]),
+            _positive(r["speedup_vs_eager_b2b"]),
+            _positive(r["speedup_vs_compile_b2b"]),
         )
 
     def candidate(self, cid: int) -> sqlite3.Row | None:

@@ -216,6 +216,14 @@ def test_an_accepted_kernel_keeps_both_speed_figures(tmp_path):
         assert (a.speedup_vs_eager, a.speedup_vs_eager_b2b, a.speedup_vs_compile_b2b) == (0.6, 1.4, 1.1)
         b = s.get("Untimed")
         assert b.speedup_vs_eager_b2b is None and b.speedup_vs_compile_b2b is None
+    odd = ['{"timing": [1.4, 1.1]}', '{"timing": {"speedup_vs_eager_b2b": true, "speedup_vs_compile_b2b": "1.1"}}',
+           '{"timing": {"speedup_vs_eager_b2b": -1, "speedup_vs_compile_b2b": 0}}', '[]', '']
+    for report in odd:  # written by an older or a damaged program: no figure, no error
+        with Store(tmp_path / "lib.sqlite") as s:
+            s.db.execute("UPDATE candidates SET report=? WHERE id=?", (report, untimed))
+            s.db.commit()
+            b = s.get("Untimed")
+            assert (b.speedup_vs_eager_b2b, b.speedup_vs_compile_b2b) == (None, None), report
     listed = subprocess.run(
         [sys.executable, "-m", "autotriton_jupyter", "kernels", "list", "--library", str(tmp_path / "lib.sqlite")],
         capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": os.getcwd()},

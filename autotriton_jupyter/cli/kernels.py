@@ -90,14 +90,21 @@ def cmd_kernels_accept(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
-def cmd_kernels_candidates(args: argparse.Namespace) -> int:
-    """The newest stored candidates with their ids (what `kernels accept` takes)."""
+def _read_or_say(library: str | None, nothing: str) -> Any:
+    """The library opened for reading, or None after saying `nothing` when there is none."""
     from ..store import NoLibrary, Store
 
     try:
-        store = Store(args.library, write=False)
+        return Store(library, write=False)
     except NoLibrary as e:
-        print(f"no candidates yet (there is no library at {e.path})")
+        print(f"{nothing} (there is no library at {e.path})")
+        return None
+
+
+def cmd_kernels_candidates(args: argparse.Namespace) -> int:
+    """The newest stored candidates with their ids (what `kernels accept` takes)."""
+    store = _read_or_say(args.library, "no candidates yet")
+    if store is None:
         return EXIT_PASS
     with store:
         rows = store.candidates(args.task, args.limit)
@@ -114,15 +121,14 @@ def cmd_kernels_candidates(args: argparse.Namespace) -> int:
 
 
 def cmd_kernels(args: argparse.Namespace) -> int:
-    from ..store import NoLibrary, Store
+    from ..store import Store
 
-    try:
-        store = Store(args.library, write=False)
-    except NoLibrary as e:
-        if args.what != "list":
-            raise
-        print(f"no accepted kernels yet (there is no library at {e.path})")
-        return EXIT_PASS
+    if args.what == "list":
+        store = _read_or_say(args.library, "no accepted kernels yet")
+        if store is None:
+            return EXIT_PASS
+    else:
+        store = Store(args.library, write=False)  # no library: its own message
     with store:
         if args.what == "list":
             rows = store.accepted()
