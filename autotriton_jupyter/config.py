@@ -68,11 +68,18 @@ RANK_FIGURES = {"device": "back to back", "call": "one call"}
 LAUNCH_BOUND_MS = 0.1
 
 
-def tune_settings(tune: bool, no_tune: bool, budget_s: float | None) -> dict[str, Any]:
+def tune_settings(
+    tune: bool, no_tune: bool, budget_s: float | None, variants: int | None = None
+) -> dict[str, Any]:
     """TritonizeOptions' tuning fields from a front's flags: tuning within the budget
     unless --no-tune; --tune asks for every variant, with no budget."""
     if tune and no_tune:
         raise ConfigError("--tune and --no-tune ask for opposite things: give one of them.")
+    if no_tune and variants is not None:
+        raise ConfigError(
+            "--no-tune skips the tuning pass and --tune-variants sets how many variants it "
+            "tries: give one of them."
+        )
     if no_tune and budget_s is not None:
         raise ConfigError(
             "--no-tune skips the tuning pass and --tune-budget sets its time: give one of them."
@@ -86,6 +93,7 @@ def tune_settings(tune: bool, no_tune: bool, budget_s: float | None) -> dict[str
         raise ConfigError(f"--tune-budget {budget_s}: give seconds, 0 or more.")
     return {
         "tune": not no_tune,
+        "tune_variants": TritonizeOptions.tune_variants if variants is None else variants,
         "tune_budget_s": None if tune else (TritonizeOptions.tune_budget_s if budget_s is None else budget_s),
     }
 

@@ -86,9 +86,11 @@ class Tuning:
     # original passed only where it did not. Tuning stops, and the caller fails the original.
     suspect: str = ""
     stopped: str = ""  # why fewer variants were tried than made (the time budget was spent)
+    figure: str = "one call"  # which time the variants were compared on (FIGURES' values)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "figure": self.figure,
             "original_ms": self.original_ms,
             "skipped": self.skipped or None,
             "suspect": self.suspect or None,
@@ -114,7 +116,10 @@ class Tuning:
             return f"tuning: {self.skipped}"
         if self.suspect:
             return f"tuning stopped: {self.suspect}"
-        lines = [f"tuning: {len(self.tried)} variants, each verified in full"]
+        lines = [
+            f"tuning: {len(self.tried)} variants, each verified in full, compared on the "
+            f"{self.figure} time"
+        ]
         if self.stopped:
             lines[0] += f"; {self.stopped}"
         for t in self.tried:
@@ -352,10 +357,21 @@ def combine(source: str, improving: list[Variant]) -> Variant | None:
 Judge = Callable[[list[Candidate]], list[Any]]  # candidates -> their Reports, in order
 
 
-def _ms(report: Any) -> float | None:
+# The candidate's time that each ranking figure (--rank-by) reads from a report's timing.
+FIGURES = {"device": ("candidate_b2b_ms", "back-to-back"), "call": ("candidate_ms", "one call")}
+
+
+def _ms(report: Any, key: str = "candidate_ms") -> float | None:
     t = getattr(report, "timing", None) or {}
-    ms = t.get("candidate_ms")
+    ms = t.get(key)
     return float(ms) if isinstance(ms, int | float) and ms > 0 else None
+
+
+def _figure(original: Any, rank_by: str) -> tuple[str, str]:
+    """The timing key and name the variants are compared on: the ranking figure, or the
+    one-call time where the original has no back-to-back time."""
+    key, name = FIGURES.get(rank_by, FIGURES["call"])
+    return (key, name) if _ms(original, key) is not None else FIGURES["call"]
 
 
 def _reason(report: Any) -> str:
@@ -388,26 +404,31 @@ def tune(
     limit: int = DEFAULT_VARIANTS,
     on_event: Callable[[str], None] | None = None,
     budget_s: float | None = None,
+    rank_by: str = "device",
 ) -> Tuning:
     """Sweep the launch parameters of a candidate that passed with timing; every variant
     goes through `judge` (the full verifier) and only a passing, timed one can win.
 
     With `budget_s`, variants are verified BATCH at a time and no batch starts that the
-    time of the earlier ones says would end past the budget (the first always runs)."""
+    time of the earlier ones says would end past the budget (the first always runs).
+
+    Variants are compared on the time that ranks candidates (`rank_by`, as --rank-by):
+    back to back by default, else one call."""
     tell = on_event or (lambda _m: None)
-    base = _ms(original)
+    key, figure = _figure(original, rank_by)
+    base = _ms(original, key)
     if getattr(original, "verdict", None) != "pass":
-        return Tuning(base, skipped="only a passing candidate is tuned")
+        return Tuning(base, figure=figure, skipped="only a passing candidate is tuned")
     if base is None:
-        return Tuning(base, skipped="the candidate was not timed (tuning needs timing on a GPU)")
+        return Tuning(base, figure=figure, skipped="the candidate was not timed (tuning needs timing on a GPU)")
     found, notes = knobs(candidate.source)
     todo = variants(candidate.source, limit)
     if not todo:
         why = "; ".join(notes) or "no launch parameter written as a number, and no launch to add one to"
-        return Tuning(base, skipped=f"nothing to tune: {why}")
+        return Tuning(base, figure=figure, skipped=f"nothing to tune: {why}")
     if budget_s is not None and budget_s <= 0:
-        return Tuning(base, skipped="the tuning budget is 0 s")
-    result = Tuning(base)
+        return Tuning(base, figure=figure, skipped="the tuning budget is 0 s")
+    result = Tuning(base, figure=figure)
     started = time.monotonic()
     runs = [0]  # calls to the judge so far
 
@@ -429,7 +450,7 @@ def tune(
         reports = judge(cands)
         runs[0] += 1
         got = [
-            Tried(v, r.verdict, _ms(r) if r.verdict == "pass" else None, _reason(r), r)
+            Tried(v, r.verdict, _ms(r, key) if r.verdict == "pass" else None, _reason(r), r)
             for v, r in zip(batch, reports)
         ]
         result.tried.extend(got)

@@ -265,3 +265,47 @@ def test_a_spent_budget_is_said_and_a_zero_budget_tunes_nothing(monkeypatch):
     assert "not tried together" in got.stopped and got.best is not None
     zero = tuning.tune(cand, _report("pass", 1.0), lambda cs: pytest.fail("nothing to verify"), budget_s=0)
     assert "0 s" in zero.skipped
+
+
+def test_variants_are_compared_on_the_figure_that_ranks():
+    """Back to back by default (what ranks candidates): a variant faster back to back but
+    slower on one call wins there, and the other one with --rank-by call; a report without
+    a back-to-back time is compared on one call, and each result says its figure."""
+    cand = Candidate(ROWWISE, "rowwise")
+
+    def timed(call_ms: float, b2b_ms: float | None) -> SimpleNamespace:
+        t = {"candidate_ms": call_ms, **({"candidate_b2b_ms": b2b_ms} if b2b_ms else {})}
+        return SimpleNamespace(verdict="pass", timing=t, failed=lambda: [])
+
+    def judge(cands):
+        out = []
+        for c in cands:
+            if "num_warps (line 28): default -> 8" in c.name and "num_stages" not in c.name:
+                out.append(timed(0.5, 0.95))  # one call much faster, back to back no better
+            elif "num_stages (line 28): default -> 2" in c.name and "num_warps" not in c.name:
+                out.append(timed(1.2, 0.5))  # back to back much faster, one call slower
+            else:
+                out.append(timed(1.0, 1.0))
+        return out
+
+    device = tuning.tune(cand, timed(1.0, 1.0), judge, limit=12)
+    assert device.figure == "back-to-back" and device.to_dict()["figure"] == "back-to-back"
+    assert device.best is not None and "num_stages" in device.best.variant.describe()
+    assert device.best.ms == 0.5 and "back-to-back time" in device.summary()
+    call = tuning.tune(cand, timed(1.0, 1.0), judge, limit=12, rank_by="call")
+    assert call.figure == "one call" and call.best is not None
+    assert "num_warps" in call.best.variant.describe() and call.best.ms == 0.5
+    fallback = tuning.tune(cand, timed(1.0, None), judge, limit=12)
+    assert fallback.figure == "one call"
+
+
+def test_conflicting_tuning_flags_are_refused_before_any_work(capsys):
+    from autotriton_jupyter.cli import main
+    from autotriton_jupyter.config import ConfigError, tune_settings
+
+    with pytest.raises(ConfigError, match="--no-tune skips"):
+        tune_settings(False, True, None, 3)
+    assert tune_settings(False, False, None, 3)["tune_variants"] == 3
+    task, cand = str(ROOT / "examples/tasks/add_relu.py"), str(MASKED)
+    assert main(["verify", task, cand, "--tune", "--no-timing", "--local", "--device", "cpu"]) == 2
+    assert "--no-timing turns timing off" in capsys.readouterr().err

@@ -56,11 +56,20 @@ def _add_tune_flags(p: argparse.ArgumentParser, by_default: bool = False) -> Non
             help="after a pass with timing, sweep the kernels' launch parameters (num_warps, "
             "num_stages, BLOCK sizes written as numbers); every variant is verified in full",
         )
+        p.add_argument(
+            "--rank-by",
+            choices=["device", "call"],
+            default=TritonizeOptions.rank_by,
+            help="the time tuning compares variants on: device (calls back to back, what a "
+            "kernel costs inside a model) or call (one call on an idle GPU; default "
+            f"{TritonizeOptions.rank_by})",
+        )
     p.add_argument(
         "--tune-variants",
         type=_types()["count"],
-        # verify: None tells "not given" from the default (giving it asks for tuning)
-        default=TritonizeOptions.tune_variants if by_default else None,
+        # None tells "not given" from the default (verify: giving it asks for tuning;
+        # tritonize: it cannot go with --no-tune)
+        default=None,
         metavar="N",
         help=f"at most N one-parameter variants (default {TritonizeOptions.tune_variants}), "
         "then the improving ones together",

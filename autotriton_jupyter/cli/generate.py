@@ -99,7 +99,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_tritonize(args: argparse.Namespace) -> int:
-    from ..config import TritonizeOptions, tune_settings
+    from ..config import RANK_FIGURES, TritonizeOptions, tune_settings
     from ..model.generator import GenerationParams
     from ..model.registry import load
     from ..pipeline import tritonize
@@ -108,7 +108,7 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
     from ..verify.report import format_text
 
     task = Task.from_file(args.reference)
-    tuning = tune_settings(args.tune, args.no_tune, args.tune_budget)  # refused before any work
+    tuning = tune_settings(args.tune, args.no_tune, args.tune_budget, args.tune_variants)  # refused before any work
     options = _model_options(args)
     verify = _options(args)
     with Store(args.library) as store:  # before any work: a library that cannot take the results
@@ -119,7 +119,6 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
         n=args.n,
         rounds=args.rounds,
         verify=verify,
-        tune_variants=args.tune_variants,
         **tuning,
         speed_rounds=args.speed_rounds,
         rank_by=args.rank_by,
@@ -148,9 +147,12 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
     if interrupted:
         print("autotriton: interrupted; the candidates that finished are kept.", file=sys.stderr)
     best = result.best
+    replaced = None  # the kernel that --accept replaced: its task's name
     with Store(args.library) as store:
         task_id, ids = store.save_result(task.name, task.source, result)
         if args.accept and best and best.code:  # candidates[0] is the best: ids[0] is its row
+            old = store.find(args.accept)
+            replaced = old.task_name if old is not None else None
             store.accept(args.accept, task_id, best.code, candidate_id=ids[0], replace=True)
         where = store.path
     if args.output and best and best.code:
@@ -158,8 +160,12 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
         Path(args.output).write_text(best.code)
     accepted = args.accept if args.accept and best else None
     if args.json:
-        print(json.dumps({**result.to_dict(), "library": str(where), "candidate_ids": ids, "accepted": accepted}))
+        print(json.dumps({**result.to_dict(), "library": str(where), "candidate_ids": ids, "accepted": accepted,
+                          "replaced": replaced}))
     else:
+        if len(result.candidates) > 1:
+            print(f"candidates, best first (ranked by the {RANK_FIGURES[args.rank_by]} time "
+                  "where timed):")
         for c in result.candidates:
             r = c.report
             why = (
@@ -178,9 +184,12 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
             if args.output:
                 print(f"written to {args.output}")
         if ids:
-            span = f"#{ids[0]}" if len(ids) == 1 else f"#{min(ids)} to #{max(ids)}"
-            print(f"\nstored in {where} as candidates {span} (`autotriton kernels candidates` lists them)")
+            span = f"candidate #{ids[0]}" if len(ids) == 1 else f"candidates #{min(ids)} to #{max(ids)}"
+            print(f"\nstored in {where} as {span} (`autotriton kernels candidates` lists them)")
         if accepted:
+            if replaced is not None:
+                was = "" if replaced == task.name else f", a kernel of {replaced}"
+                print(f"replaced the kernel named {accepted}{was}")
             print(f"accepted as {accepted}: `from autotriton_jupyter import load_kernel; "
                   f"{accepted} = load_kernel({accepted!r})`")
         elif best and ids:

@@ -156,6 +156,9 @@ def cmd_kernels(args: argparse.Namespace) -> int:
                             "task_source": a.task_source,
                             "code": a.code,
                             "edited": a.edited,
+                            # the candidate's verdict: "conditional" was accepted with --conditional
+                            "verdict": a.verdict,
+                            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(a.created)),
                             "model": a.model,
                             "prompt": a.prompt,
                             "chat": a.chat,  # the messages as sent (None before schema 2)

@@ -31,6 +31,11 @@ def _check_verify(args: argparse.Namespace) -> None:
             f"--tuned-out {args.tuned_out} is one of the files being verified; write the tuned "
             "kernel to a new file."
         )
+    if args.tune and args.no_timing:
+        raise TaskError(
+            "--tune compares the timed variants of a kernel and --no-timing turns timing off: "
+            "give one of them."
+        )
     if args.tune and args.device == "cpu":
         _warn("--tune needs timing on a GPU: on the CPU the candidate is verified, not tuned.")
 
@@ -97,7 +102,7 @@ def _tune(args: argparse.Namespace, cand: Any, report: Any, judge: Callable, pro
     from ..tuning import tune
     from ..verify.report import FAIL
 
-    tuned = tune(cand, report, judge, args.tune_variants, progress)
+    tuned = tune(cand, report, judge, args.tune_variants, progress, rank_by=args.rank_by)
     if tuned.suspect:
         report.add("tuning_integrity", FAIL, tuned.suspect)
         report.finish(args.strict)
@@ -110,8 +115,9 @@ def _tune(args: argparse.Namespace, cand: Any, report: Any, judge: Callable, pro
             _warn(f"the tuned kernel could not be written to {out} ({e.strerror or e}); it is in the report")
         else:
             progress(f"tuning: the best variant was written to {args.tuned_out}")
-    elif args.tuned_out:
-        progress(f"tuning: no variant beat the original, so {args.tuned_out} was not written")
+    elif args.tuned_out:  # asked for a file: said even with --quiet
+        why = "no variant beat the original" if not tuned.skipped else f"no tuning ({tuned.skipped})"
+        _warn(f"{why}, so {args.tuned_out} was not written")
     return tuned
 
 

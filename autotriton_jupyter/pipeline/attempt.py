@@ -87,6 +87,7 @@ class Attempt:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["report"] = self.report.to_dict() if self.report else None
+        d["tuned"] = self.tuned or None  # the changed launch parameters, or null
         return d
 
 

@@ -214,7 +214,7 @@ def _tune_best(
 ) -> Attempt | None:
     """The tuning pass over the best passing, timed candidate: its best verified variant as
     a candidate of its own (ranked with the others), or None."""
-    from ..tuning import tune
+    from ..tuning import Tuning, tune
 
     timed = [
         c for c in results if c.passed and c.code and (c.report and (c.report.timing or {}).get("candidate_ms"))
@@ -227,7 +227,8 @@ def _tune_best(
             if not o.verify.timing
             else "no passing candidate was timed (timing needs a GPU)"
         )
-        emit(PipelineEvent("tuning", f"tuning: nothing to tune: {why}", data={"tuning": {"skipped": why}}))
+        skipped = Tuning(None, skipped=why)  # the same shape as a pass that ran
+        emit(PipelineEvent("tuning", f"tuning: nothing to tune: {why}", data={"tuning": skipped.to_dict()}))
         return None
     best = min(timed, key=lambda c: rank_key(c, o.rank_by))
     assert best.code is not None and best.report is not None
@@ -239,6 +240,7 @@ def _tune_best(
         o.tune_variants,
         on_event=lambda m: emit(PipelineEvent("tuning", m)),
         budget_s=o.tune_budget_s,
+        rank_by=o.rank_by,
     )
     emit(PipelineEvent("tuning", got.summary(), data={"tuning": got.to_dict()}))
     if got.suspect:  # the same code, caught cheating with other launch parameters
@@ -250,7 +252,7 @@ def _tune_best(
     report = got.best.report
     report.notes.append(
         f"the tuning pass made this from {label} ({got.best.variant.describe()}); "
-        f"{got.original_ms:.4f} ms there, {got.best.ms:.4f} ms here"
+        f"{got.original_ms:.4f} ms there, {got.best.ms:.4f} ms here ({got.figure})"
     )
     return Attempt(
         best.round,

@@ -197,7 +197,7 @@ def format_text(r: Report) -> str:
         why = "" if r.interpreted or r.device == "cpu" else " (not requested or not reached)"
         lines.append(f"timing: not measured{' on the CPU interpreter' if r.interpreted else why}")
     else:
-        lines.append("timing (median of runs, L2 flushed):")
+        lines.append("one call (each started on an idle GPU after an L2 flush, launch included; median):")
         lines.append(f"  candidate        {_ms(t.get('candidate_ms'))}")
         lines.append(
             f"  eager PyTorch    {_ms(t.get('eager_ms'))}"
@@ -208,7 +208,10 @@ def format_text(r: Report) -> str:
             + (f"   speedup {t['speedup_vs_compile']:.2f}x" if t.get("speedup_vs_compile") else "")
         )
         if t.get("candidate_b2b_ms"):
-            lines.append("back to back (calls in a row, as inside a model; per call):")
+            lines.append(
+                "back to back (calls in a row, as inside a model; per call; ranks candidates "
+                "unless --rank-by call):"
+            )
             for name, key, vs in (
                 ("candidate", "candidate_b2b_ms", None),
                 ("eager PyTorch", "eager_b2b_ms", "speedup_vs_eager_b2b"),
