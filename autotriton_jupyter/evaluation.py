@@ -565,15 +565,21 @@ def render_markdown(s: dict[str, Any]) -> str:
         lines.append(f"| {shown} | {s.get(key, 0)} |")
     for k, v in s["pass_at_k"].items():
         lines.append(f"| pass@{k} | {v:.3f} |")
-    lines += measures("", s)
-    lines.append(
-        f"| launch-bound tasks (under {s['launch_bound_ms']:g} ms) | "
-        f"{len(s['launch_bound_tasks'])} of {s['timed_tasks']} timed |"
-    )
-    lines.append(f"| launch-bound candidates | {s['launch_bound_candidates']} |")
-    excluded = s["excluding_launch_bound"]
-    lines.append(f"| tasks, excluding launch-bound | {excluded['tasks']} |")
-    lines += measures(", excluding launch-bound", excluded)
+    if s.get("timed_tasks"):
+        lines += measures("", s)
+        lines.append(
+            f"| launch-bound tasks (under {s['launch_bound_ms']:g} ms) | "
+            f"{len(s['launch_bound_tasks'])} of {s['timed_tasks']} timed |"
+        )
+        lines.append(f"| launch-bound candidates | {s['launch_bound_candidates']} |")
+        excluded = s["excluding_launch_bound"]
+        lines.append(f"| tasks, excluding launch-bound | {excluded['tasks']} |")
+        lines += measures(", excluding launch-bound", excluded)
+    else:  # one line, not a row of "not measured" for each speed measure
+        lines.append(
+            "| speed (fast_p, geomean) | not measured: no passing candidate was timed (timing "
+            "runs on a GPU only, and not with --no-timing) |"
+        )
     note = launch_bound_note(s)
     lines += ["", note] if note else []
     lines += [

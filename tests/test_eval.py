@@ -262,3 +262,13 @@ def test_a_model_run_resumed_mid_task_samples_only_what_is_missing(tmp_path):
     names = [json.loads(x)["candidate"] for x in (out / "results.jsonl").read_text().splitlines()]
     assert names[0] == "round1-sample1" and sorted(names[1:]) == ["round1-sample2", "round1-sample3"]
     assert s["candidates"] == 3 and s["correct"] == 2
+
+
+def test_an_untimed_run_says_once_why_it_has_no_speed_measures():
+    """On the CPU nothing is timed: one line says why, instead of a row of "not measured"
+    for every fast_p and geomean."""
+    records = [{"task": "t", "candidate": "a.py", "report": {"verdict": "pass", "checks": [], "reasons": []}}]
+    md = render_markdown(summarize(records))
+    assert "no passing candidate was timed (timing runs on a GPU only" in md
+    assert "fast 1 vs eager" not in md and "launch-bound tasks" not in md
+    assert "| pass@1 | 1.000 |" in md
