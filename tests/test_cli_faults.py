@@ -354,10 +354,13 @@ def test_tune_and_no_tune_together_are_refused_before_any_work(tmp_path):
 
 
 def test_tune_settings_from_flags():
+    o = config.TritonizeOptions
     assert config.tune_settings(False, False, None) == {
-        "tune": True, "tune_budget_s": config.TritonizeOptions.tune_budget_s,
+        "tune": True, "tune_budget_s": o.tune_budget_s, "tune_variants": o.tune_variants,
     }  # fmt: skip
-    assert config.tune_settings(True, False, None) == {"tune": True, "tune_budget_s": None}
+    assert config.tune_settings(True, False, None) == {
+        "tune": True, "tune_budget_s": None, "tune_variants": o.tune_variants,
+    }  # fmt: skip
     assert config.tune_settings(False, True, None)["tune"] is False
     assert config.tune_settings(False, False, 5.0)["tune_budget_s"] == 5.0
     with pytest.raises(config.ConfigError, match="opposite"):

@@ -113,11 +113,16 @@ def _cheat(cache: bool) -> str:
     return CHEAT.replace("CACHE_ON", str(cache))
 
 
-def test_the_cheat_is_fast_on_inputs_it_has_seen():
+def test_the_cheat_is_fast_on_inputs_it_has_seen(tmp_path):
     """The premise: called twice on the same values, the cheat copies the second time."""
-    scope: dict = {}
-    exec(compile(_cheat(True), "cheat", "exec"), scope)
-    model = scope["ModelNew"]().cuda()
+    import importlib.util
+
+    path = tmp_path / "cheat.py"  # Triton reads a kernel's source from its file
+    path.write_text(_cheat(True))
+    spec = importlib.util.spec_from_file_location("cheat", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model = module.ModelNew().cuda()
     a, b = torch.randn(2048, 2048, device="cuda"), torch.randn(2048, 2048, device="cuda")
     ms = []
     for _ in range(3):
