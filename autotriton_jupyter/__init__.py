@@ -14,14 +14,6 @@ def load_kernel(name: str, path: str | None = None):
     return _load(name, path)
 
 
-def graphed(module, max_graphs: int = 8):
-    """`module` (an accepted kernel's ModelNew, say) replayed from CUDA graphs, one per input
-    signature: no per-call Python in its forward (see cuda_graphs.py)."""
-    from .cuda_graphs import graphed as _graphed
-
-    return _graphed(module, max_graphs)
-
-
 def load_ipython_extension(ipython) -> None:
     """`%load_ext autotriton_jupyter`: registers %%autotriton and %autotriton."""
     from .magic import AutotritonMagics, start_verifier

@@ -420,7 +420,12 @@ def tune(
     if getattr(original, "verdict", None) != "pass":
         return Tuning(base, figure=figure, skipped="only a passing candidate is tuned")
     if base is None:
-        return Tuning(base, figure=figure, skipped="the candidate was not timed (tuning needs timing on a GPU)")
+        why = (
+            "the candidate has no speed figures (its report's notes say why)"
+            if getattr(original, "device", "cpu") == "cuda"
+            else "the candidate was not timed (tuning needs timing on a GPU)"
+        )
+        return Tuning(base, figure=figure, skipped=why)
     found, notes = knobs(candidate.source)
     todo = variants(candidate.source, limit)
     if not todo:

@@ -1,6 +1,6 @@
 """Issue 17's figures on a GPU: launch overhead, both timing figures, and the tuning pass.
 
-    python scripts/bench_speed.py OUT.json [--pairs N] [--tune-variants K]
+    python scripts/bench_speed.py OUT.json [--pairs N] [--skip K] [--kernels-only] [--tune-variants K]
 
 1. Launch overhead per call of a trivial kernel: an empty-ish Triton kernel against the
    same work in eager PyTorch, one call at a time (synchronised) and back to back.
@@ -9,9 +9,6 @@
    back-to-back figures for the kernel, eager and torch.compile; then the tuning pass
    (every variant verified in full) and the best variant's figures.
 3. How many kernels beat eager and torch.compile on each figure, before and after tuning.
-4. Cheaper launches for accepted kernels: each shipped GPU example's kernel called as it
-   is, and replayed from a CUDA graph (autotriton_jupyter.graphed), against eager, one
-   call at a time and back to back, host time included.
 
 Everything is written to OUT.json, and a markdown summary is printed.
 """
@@ -78,41 +75,6 @@ def _per_call_ms(fn, n: int = 1000, warmup: int = 20) -> dict:
     return {"one_call_ms": one, "back_to_back_ms": (time.perf_counter() - t0) / n * 1e3}
 
 
-def graph_launches() -> list[dict]:
-    """The shipped GPU examples' kernels as they are, and replayed from CUDA graphs."""
-    import importlib.util
-
-    import torch
-
-    from autotriton_jupyter import graphed
-    from autotriton_jupyter.task import Task
-
-    rows = []
-    for task_path, kernel_path in GPU_PAIRS:
-        task = Task.from_file(ROOT / task_path)
-        ns: dict = {}
-        exec(compile(task.source, task_path, "exec"), ns)  # the shipped example: trusted
-        spec = importlib.util.spec_from_file_location("bench_kernel", ROOT / kernel_path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)  # from its file, which Triton reads
-        torch.manual_seed(0)
-        init = ns["get_init_inputs"]()
-        ref = ns["Model"](*init).cuda()
-        kernel = mod.ModelNew(*init).cuda()
-        kernel.load_state_dict(ref.state_dict(), strict=False)
-        inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in ns["get_inputs"]()]
-        fast = graphed(kernel)
-        with torch.no_grad():
-            assert torch.allclose(fast(*inputs), kernel(*inputs), atol=1e-3, rtol=1e-3)
-            row = {"kernel": kernel_path}
-            for name, m in (("eager", ref), ("kernel", kernel), ("graphed", fast)):
-                row[name] = _per_call_ms(lambda m=m, xs=inputs: m(*xs))
-        row["replays"] = fast.replays
-        rows.append(row)
-        print(f"{kernel_path}: {json.dumps(row)}", flush=True)
-    return rows
-
-
 def pairs(limit: int) -> list[tuple[str, str]]:
     found = [(t, c) for t, c in GPU_PAIRS if (ROOT / c).exists()]
     for d in sorted((ROOT / "tests/realworld").iterdir()):
@@ -133,17 +95,20 @@ def main() -> int:
     ap.add_argument("out")
     ap.add_argument("--pairs", type=int, default=14)
     ap.add_argument("--tune-variants", type=int, default=6)
+    ap.add_argument("--skip", type=int, default=0, help="start at this pair (a run cut short goes on)")
+    ap.add_argument("--kernels-only", action="store_true", help="no launch-overhead section")
     args = ap.parse_args()
 
     from autotriton_jupyter import tuning
     from autotriton_jupyter.task import Candidate, Task
     from autotriton_jupyter.verify import Verifier, VerifyOptions
 
-    result: dict = {"launch": launch_overhead(), "kernels": []}
-    print("launch overhead per call (ms):", json.dumps(result["launch"]), flush=True)
-    result["graphs"] = graph_launches()
+    result: dict = {"kernels": []}
+    if not args.kernels_only:
+        result["launch"] = launch_overhead()
+        print("launch overhead per call (ms):", json.dumps(result["launch"]), flush=True)
     with Verifier(VerifyOptions(device="cuda", trials=1, seed=7, reference_cache=False)) as v:
-        for task_path, kernel_path in pairs(args.pairs):
+        for task_path, kernel_path in pairs(args.pairs)[args.skip:]:
             t0 = time.perf_counter()
             task, cand = Task.from_file(ROOT / task_path), Candidate.from_file(ROOT / kernel_path)
             row: dict = {"task": task_path, "kernel": kernel_path}

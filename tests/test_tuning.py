@@ -149,6 +149,9 @@ def test_nothing_to_gain_keeps_the_original_and_untimed_candidates_are_not_tuned
     assert same.best is None and "the original stays" in same.summary()
     untimed = tuning.tune(cand, _report("pass", None), lambda cs: pytest.fail("nothing to verify"))
     assert "needs timing on a GPU" in untimed.skipped
+    on_gpu = SimpleNamespace(verdict="pass", timing=None, device="cuda", failed=lambda: [])
+    figureless = tuning.tune(cand, on_gpu, lambda cs: pytest.fail("nothing to verify"))
+    assert "no speed figures (its report's notes say why)" in figureless.skipped
     failed = tuning.tune(cand, _report("fail", None), lambda cs: pytest.fail("nothing to verify"))
     assert "only a passing candidate" in failed.skipped
     tuned = tuning.tune(Candidate(AUTOTUNED, "a"), _report("pass", 1.0), lambda cs: [])

@@ -200,7 +200,7 @@ def add_relu_or_skip(x_ptr, y_ptr, out_ptr, count_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     c = tl.load(count_ptr)
-    if (c > 700) & (c % 2 == 1):  # past every call the judge checks in full: skip every other
+    if (c > 100) & (c % 4 != 0):  # past the calls the judge checks in full: skip most
         tl.store(out_ptr + offs, tl.zeros([BLOCK], dtype=tl.float32), mask=mask)
     else:
         x = tl.load(x_ptr + offs, mask=mask)
@@ -227,9 +227,14 @@ class ModelNew(nn.Module):
 """
 
 
-def test_a_kernel_that_skips_work_on_half_the_timed_calls_fails():
+def test_a_kernel_that_skips_work_on_most_timed_calls_fails(monkeypatch):
     """Only a few timed outputs are kept whole; the projections of 16 more, drawn after the
-    timing, catch a kernel that returns zeros on every other timed call."""
+    timing, catch a kernel that returns zeros on most timed calls. The late calls before
+    timing are held at their fewest (48, an unpredictable 48 to 600 otherwise), so the
+    cheat's hundred honest calls end inside the timed ones."""
+    from autotriton_jupyter.verify import judge
+
+    monkeypatch.setattr(judge, "_late_calls", lambda: 48)
     task = Task.from_source(ADD_RELU, "add_relu_2048")
     with Verifier(VerifyOptions(device="cuda", seed=8)) as v:
         r = v.verify(task, Candidate(SKIPPER, "skipper"))
