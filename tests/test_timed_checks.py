@@ -106,3 +106,70 @@ def test_a_reference_that_fails_on_its_varied_timed_inputs_is_timed_with_a_weake
         with pytest.raises(WorkerFailure):
             v._reference_timing(ref)
         assert ref.vary_mode == "elements"
+
+
+class _Judge:
+    """The Verifier's steps after timing (TimedChecks) with the real comparison, and no
+    worker: what `_timing` decides from a candidate's timed calls and the reference's."""
+
+    from autotriton_jupyter.verify.timed import TimedChecks as _T
+
+    _timing = _T._timing
+    _timed_problem = _T._timed_problem
+
+    def __init__(self) -> None:
+        from autotriton_jupyter.verify.judge import Verifier
+
+        self.options = VerifyOptions(device="cpu")
+        self.device = "cpu"
+        self._compare = Verifier._compare.__get__(self)
+        self._allowed = Verifier._allowed.__get__(self)
+
+    def _tampering(self, changed, r) -> None:
+        assert not changed
+
+    def _observation(self, obs, where, r, first=True) -> None:
+        pass
+
+
+def _decide(timed_out: torch.Tensor, ref_timed: torch.Tensor, base: torch.Tensor, *, printed=None):
+    """The report `_timing` writes for one kept timed call (the candidate's output
+    `timed_out`, the reference's on the same varied inputs `ref_timed`, the reference's on
+    the unvaried set `base`) and one projected call."""
+    from types import SimpleNamespace
+
+    from autotriton_jupyter.verify.report import Report
+
+    proj = fingerprint.Projection(5)
+    want_print = proj.reference(ref_timed, 1e-2, 1e-2)
+    got_print = [t.tolist() for t in proj.take(printed if printed is not None else timed_out)]
+    t = {"median_ms": 1.0, "wall_median_ms": 1.1, "reps": 10, "warmup": 3, "audited": 2, "calls": 15,
+         "b2b_ms": 0.5, "prints": [[7, 0, got_print]]}
+    timed = {"timing": t, "tampered": [], "kept": [{"set": 0, "outputs": timed_out}],
+             "after": {"obs": {}, "outputs": None, "set": 0}}
+    ref = SimpleNamespace(sets=[{"outputs": base}], vary_mode="elements")
+    r = Report(device="cuda")
+    _Judge()._timing(ref, {"eager_ms": 2.0, "eager_b2b_ms": 1.0}, timed, ([ref_timed], [want_print]), r, [7])
+    return r
+
+
+def test_timed_outputs_right_wrong_or_unable_to_tell():
+    """Right and moved by the varied inputs: a pass with figures. Wrong (kept, or a drawn
+    call's projection): a failure that says so. Right but the varied output is within
+    tolerance of the unvaried one: a pass with no figures, since a kept output would pass."""
+    g = torch.Generator().manual_seed(0)
+    base = torch.rand(64, 64, generator=g) + 1
+    varied = base * 0.7
+    right = _decide(varied.clone(), varied, base)
+    checks = {c.name: c.status for c in right.checks}
+    assert checks["timed_outputs"] == "pass" and right.failed() == []
+    assert right.timing["speedup_vs_eager"] == 2.0 and right.timing["candidate_b2b_ms"] == 0.5
+    kept = _decide(base.clone(), varied, base)  # an output kept from an unvaried call
+    assert [c.name for c in kept.failed()] == ["timed_outputs"]
+    assert "An output produced while timing was wrong" in kept.failed()[0].message
+    drawn = _decide(varied.clone(), varied, base, printed=torch.zeros_like(varied))
+    assert [c.name for c in drawn.failed()] == ["timed_outputs"]
+    assert "Timed call 8 of 1 returned a wrong output" in drawn.failed()[0].message
+    stale = _decide(base.clone(), base * 1.0001, base)
+    assert {c.name: c.status for c in stale.checks}["timed_outputs"] == "pass"
+    assert stale.timing is None and any("no speed figures" in n for n in stale.notes)
