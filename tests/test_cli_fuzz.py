@@ -26,7 +26,7 @@ import pytest
 
 from autotriton_jupyter import cli, config
 
-GENERIC = ["abc", "-1", "0", "nan", "inf", "1e999", "", ",,,", "1.5", "99999999999", " "]
+GENERIC = ["abc", "-1", "0", "nan", "inf", "1e999", "", ",,,", "1.5", "99999999999", " ", "#3", "#", "#-1"]
 STUB_EXIT = 99
 
 
@@ -125,6 +125,8 @@ def accepts(a: argparse.Action, v: str) -> bool:
         return v in a.choices
     if kind == "whole":
         return _whole_ok(v, rule.bounds["lo"], rule.bounds["hi"])
+    if kind == "id":  # a candidate id, with or without the '#' the listings print
+        return _whole_ok(v.strip().removeprefix("#"), 1, 2**31 - 1)
     if kind == "number":
         return _number_ok(v, rule.bounds)
     if kind == "ops":
@@ -201,6 +203,7 @@ class Sandbox:
             "name": "x",
             "adapter": "personal",
             "whole": "1",
+            "id": "#1",
             "kernel": "x",
         }
         return [good[_kind(a)] for a in _positionals(parser) if a.nargs != "?"]

@@ -227,6 +227,18 @@ def _then(text: str) -> tuple[str, str]:
 _then.path_kind = "then"  # type: ignore[attr-defined]
 
 
+def _candidate_id() -> Any:
+    """A stored candidate's id as the listings print it, '#3', or as a number, '3'."""
+    from ..config import Rule, whole
+
+    number = whole(1)
+
+    def parse(text: str) -> int:
+        return number.parse(text.strip().removeprefix("#"))
+
+    return Rule("a candidate id such as 3 or #3", parse, kind="id")
+
+
 def _types() -> dict[str, Callable[[str], Any]]:
     """The argument types that are not config settings (built once per parser)."""
     from ..config import Rule, number, whole
@@ -235,6 +247,7 @@ def _types() -> dict[str, Callable[[str], Any]]:
         "samples": _flag(whole(1, MAX_SAMPLES), "samples"),
         "tokens": _flag(whole(1), "tokens"),
         "count": _flag(whole(1), "count"),
+        "id": _flag(_candidate_id(), "id"),
         "rounds": _flag(whole(0), "rounds"),
         "seed": _setting("verify", "seed"),
         "temperature": _flag(number(0), "temperature"),

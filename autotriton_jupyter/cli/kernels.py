@@ -108,15 +108,18 @@ def cmd_kernels_candidates(args: argparse.Namespace) -> int:
         return EXIT_PASS
     with store:
         rows = store.candidates(args.task, args.limit)
+        known = [r["name"] for r in store.read("SELECT DISTINCT name FROM tasks ORDER BY name LIMIT 20")]
     if not rows:
         print("no candidates yet" + (f" of {args.task}" if args.task else ""))
+        if args.task and known:  # a task is named as its file is, without .py
+            print(f"tasks with candidates: {', '.join(known)}")
+    else:
+        print(f"{'id':<7} {'task':<20} {'candidate':<22} {'verdict':<12} {'one call':<14} model")
     for r in rows:
         sp = f"{r['speedup_vs_eager']:.2f}x eager" if r["speedup_vs_eager"] else ""
         what = r["verdict"] or ("no verdict" if r["has_code"] else "no code")
-        print(
-            f"#{r['id']:<6} {r['task_name']:<20} round {r['round'] + 1} sample {r['sample'] + 1:<3} "
-            f"{what:<12} {sp:<14} {r['model']}"
-        )
+        which = f"round {r['round'] + 1} sample {r['sample'] + 1}"
+        print(f"{'#' + str(r['id']):<7} {r['task_name']:<20} {which:<22} {what:<12} {sp:<14} {r['model']}")
     return EXIT_PASS
 
 
@@ -196,7 +199,7 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
         "without --conditional), 2 usage or library error.",
     )
     ka.add_argument("name", type=T["kernel"], help="the name to load it by (a Python identifier)")
-    ka.add_argument("id", type=T["count"], help="the candidate's id (`kernels candidates`, or tritonize's output)")
+    ka.add_argument("id", type=T["id"], help="the candidate's id, 3 or #3 (`kernels candidates`, or tritonize's output)")
     ka.add_argument(
         "--conditional",
         action="store_true",
