@@ -50,6 +50,10 @@ def test_clean_candidate_has_no_problems():
         ("def f():\n    try:\n        pass\n    except Exception:\n        pass\n", "try_except"),
         ("@triton.jit\ndef bad(p):\n    torch.relu(p)\n", "kernel_uses_torch"),
         ("from . import sibling\n", "forbidden_import"),
+        # A name of a stream's own, defined as the candidate's, is not opened on a stream:
+        # query() would tell calls in a row (work pending) from synchronised ones.
+        ("class C:\n    query = 0\ndef f():\n    return torch.cuda.current_stream().query()\n",
+         "not_allowed"),
     ],
 )
 def test_each_rule(body, check):

@@ -206,11 +206,13 @@ def _module_attr_names() -> frozenset[str]:
 
 @functools.lru_cache(maxsize=1)
 def _tensor_names() -> frozenset[str]:
-    """Every attribute a tensor has: as a candidate's own attribute on another value, such a
-    name would reach the tensor's own method (map2_, apply_ ...), not the candidate's."""
+    """Every attribute a tensor has, or a CUDA stream or event: as a candidate's own
+    attribute on another value, such a name would reach that object's own method (map2_,
+    apply_, a stream's query() that tells calls in a row from synchronised ones ...), not
+    the candidate's."""
     import torch
 
-    return frozenset(dir(torch.Tensor))
+    return frozenset(dir(torch.Tensor)) | frozenset(dir(torch.cuda.Stream)) | frozenset(dir(torch.cuda.Event))
 
 
 def _in_function(node: ast.AST, fn: ast.AST) -> bool:
@@ -270,7 +272,8 @@ def _value_attr_problem(name: str, scope: _Scope, own: bool = False) -> tuple[st
         return "not_allowed", (
             f"uses .{name} on something other than self, cls or ctx: the candidate defines "
             f".{name}, but .{name} is also private, a name of the judge's, of a module or of "
-            "a tensor's attribute, which a candidate may use as its own only on self, cls or ctx"
+            "an attribute of a tensor, a CUDA stream or an event, which a candidate may use as "
+            "its own only on self, cls or ctx"
         )
     if name in _NAMEDTUPLE:
         return None
