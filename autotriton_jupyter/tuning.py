@@ -380,8 +380,14 @@ def _reason(report: Any) -> str:
 
 
 # Checks that catch cheating, which no change of launch parameters makes an honest kernel
-# fail (an out-of-bounds read that a smaller block exposes fails `repeatability`: a bug).
-_CHEATING = GAMING_CHECKS - {"repeatability"}
+# fail. Left out: what a launch-parameter bug trips in honest code. A block that reads or
+# writes past the end, or leaves part of the output unwritten, fails `repeatability`,
+# `mutation`, `stale_cache` (old values where it wrote nothing) or `timed_outputs`; a grid
+# of no programs fails `launches`; a crash fails `protocol`. Such a variant just loses.
+_CHEATING = GAMING_CHECKS - {
+    "repeatability", "mutation", "stale_cache", "timed_outputs", "output_type", "aliasing",
+    "launches", "protocol",
+}
 
 
 def _suspect(result: Tuning) -> bool:

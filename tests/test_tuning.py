@@ -196,11 +196,25 @@ def test_a_variant_caught_cheating_stops_tuning_and_says_so():
     cand = Candidate(ROWWISE, "rowwise")
 
     def judge(cands):
-        return [_report("fail", None, "An output produced while timing was wrong", "timed_outputs")
+        return [_report("fail", None, "forward ran PyTorch compute ops while timed: mm", "torch_ops")
                 if i == 1 else _report("pass", 0.5) for i, _ in enumerate(cands)]
 
     got = tuning.tune(cand, _report("pass", 1.0), judge)
-    assert got.best is None and "timed_outputs" in got.suspect and "cannot be trusted" in got.summary()
+    assert got.best is None and "torch_ops" in got.suspect and "cannot be trusted" in got.summary()
+
+
+@pytest.mark.parametrize("check", ["timed_outputs", "mutation", "stale_cache", "launches"])
+def test_a_variant_with_a_launch_parameter_bug_just_loses(check):
+    """What a block past the end or a grid of no programs trips in honest code: that
+    variant loses, the original stays trusted, and the other variants still count."""
+    cand = Candidate(ROWWISE, "rowwise")
+
+    def judge(cands):
+        return [_report("fail", None, "wrong past the end", check) if i == 1 else _report("pass", 0.5)
+                for i, _ in enumerate(cands)]
+
+    got = tuning.tune(cand, _report("pass", 1.0), judge)
+    assert not got.suspect and got.best is not None and got.best.ms == 0.5
 
 
 def test_text_before_a_launch_in_another_alphabet_does_not_move_the_edits():
