@@ -76,3 +76,19 @@ def test_chunks_give_the_same_sums_and_huge_values_keep_a_scale(monkeypatch):
     assert all(abs(a - b) <= 1e-9 * max(1.0, abs(a)) for a, b in zip(whole[0], chunked[0]))
     assert all(0 < v < float("inf") for v in whole[0][fingerprint.STRIPES + 1 :])
     assert _check(x * (1 + 1e-3), x) is None
+
+
+def test_float64_outputs_are_projected_in_float64():
+    """A tolerance under float32's precision: an honest float64 output within it agrees,
+    and one just past it does not."""
+    g = torch.Generator().manual_seed(1)
+    ref = torch.randn(1 << 14, dtype=torch.float64, generator=g)
+    tol = 1e-10
+    p = fingerprint.Projection(3)
+    want = p.reference(ref, tol, tol)
+    for _ in range(5):
+        sign = torch.randint(0, 2, ref.shape, generator=g).double() * 2 - 1
+        near = ref + sign * (tol + tol * ref.abs())  # every element at its tolerance
+        assert fingerprint.agrees([t.tolist() for t in p.take(near)], want) is None
+    off = ref + 50 * (tol + tol * ref.abs())  # every element past it, the same way
+    assert fingerprint.agrees([t.tolist() for t in p.take(off)], want) is not None

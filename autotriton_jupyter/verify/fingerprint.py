@@ -94,8 +94,11 @@ class Projection:
             flat = _flat(x)
             w = self._w(i, flat)
             sums = _zeros(STRIPES + 1, dtype=torch.float64, device=flat.device)
+            # float64 outputs in float64: a tolerance under float32's precision (1e-10, say)
+            # must not fail an honest output that compares within it.
+            widen = _double if flat.dtype == torch.float64 else _float
             for a in range(0, flat.numel(), CHUNK):
-                part, wp = _float(flat[a : a + CHUNK]), w[a : a + CHUNK]
+                part, wp = widen(flat[a : a + CHUNK]), w[a : a + CHUNK]
                 finite = _nan_to_num(part, nan=0.0, posinf=0.0, neginf=0.0)
                 codes = _nan_to_num(part, nan=1.0, posinf=2.0, neginf=3.0) - finite
                 _stripes(_mul(finite, wp), sums[:STRIPES])
