@@ -147,7 +147,7 @@ def _decide(timed_out: torch.Tensor, ref_timed: torch.Tensor, base: torch.Tensor
          "b2b_ms": 0.5, "prints": [[7, 0, got_print]]}
     timed = {"timing": t, "tampered": [], "kept": [{"set": 0, "outputs": timed_out}],
              "after": {"obs": {}, "outputs": None, "set": 0}}
-    ref = SimpleNamespace(sets=[{"outputs": base}], vary_mode="elements")
+    ref = SimpleNamespace(sets=[{"outputs": base}], timed=[0], vary_mode="elements")
     r = Report(device="cuda")
     _Judge()._timing(ref, {"eager_ms": 2.0, "eager_b2b_ms": 1.0}, timed, ([ref_timed], [want_print]), r, [7])
     return r
@@ -173,3 +173,21 @@ def test_timed_outputs_right_wrong_or_unable_to_tell():
     stale = _decide(base.clone(), base * 1.0001, base)
     assert {c.name: c.status for c in stale.checks}["timed_outputs"] == "pass"
     assert stale.timing is None and any("no speed figures" in n for n in stale.notes)
+
+
+def test_nan_that_only_the_varied_inputs_bring_costs_the_figures_not_the_verdict():
+    """The reference gives NaN on a timed call's varied inputs and never on the task's own:
+    an honest kernel that gives another value there keeps its pass, without figures. Where
+    the task's own outputs already hold NaN, a difference is still a failure."""
+    g = torch.Generator().manual_seed(2)
+    base = torch.rand(32, 32, generator=g) + 1
+    varied = base * 0.7
+    ref_nan = varied.clone()
+    ref_nan[3, 4] = float("nan")
+    r = _decide(varied.clone(), ref_nan, base)
+    assert r.failed() == [] and r.timing is None
+    assert any("NaN or inf on some timed calls' inputs" in n for n in r.notes)
+    base_nan = base.clone()
+    base_nan[0, 0] = float("nan")
+    r = _decide(varied.clone(), ref_nan, base_nan)
+    assert [c.name for c in r.failed()] == ["timed_outputs"]

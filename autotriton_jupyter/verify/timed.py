@@ -59,6 +59,27 @@ def _check_prints(t: dict[str, Any], positions: int) -> dict[int, list[int]]:
 
 
 
+def _new_nonfinite(ref: Any, wants: tuple[list[Any], list[Any]]) -> bool:
+    """Whether the reference's outputs on the timed calls' varied inputs hold NaN or inf
+    (kept outputs, or a projection's non-finite sum) while its outputs on the timed sets
+    themselves are all finite."""
+    import torch
+
+    def finite(out: Any) -> bool:
+        leaves = list(out) if isinstance(out, tuple | list) else [out]
+        return all(
+            bool(torch.isfinite(t).all())
+            for t in leaves
+            if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
+        )
+
+    if not all(finite(ref.sets[i]["outputs"]) for i in ref.timed):
+        return False
+    outputs, projections = wants
+    codes = (row[fingerprint.STRIPES] for p in projections for row in p)
+    return not all(finite(o) for o in outputs) or any(c != 0 for c in codes)
+
+
 class TimedChecks:
     """Verifier's steps after a candidate's timing (a mixin: it uses the Verifier's options,
     pool and comparison)."""
@@ -201,6 +222,16 @@ class TimedChecks:
                 # of a kernel that relies on a pattern of the task's inputs.
                 trusted = False
                 r.notes.append(f"no speed figures: {problem[0].lower()}{problem[1:]} ({inputs})")
+            elif _new_nonfinite(ref, wants):
+                # The varied inputs drove the reference to NaN or inf where the task's own
+                # never do: an honest kernel may give another value there, as it may on a
+                # judge-made set that does the same (left out for that reason).
+                trusted = False
+                r.notes.append(
+                    "no speed figures: the reference gives NaN or inf on some timed calls' "
+                    f"inputs ({inputs}) and on none of the task's own, so those calls' outputs "
+                    f"cannot be judged ({problem[0].lower()}{problem[1:]})"
+                )
             else:
                 r.add(
                     "timed_outputs",
