@@ -238,9 +238,14 @@ class OpAudit(TorchDispatchMode):
         device: str = "cpu",
         given: frozenset[int] = frozenset(),
         tolerance: tuple[float, float] = (0.0, 0.0),
+        snapshots: bool = True,
     ) -> None:
         super().__init__()
         self.atol, self.rtol = tolerance
+        # Whether PyTorch copies are kept for copied_outputs(). Off where only the op counts
+        # are read (timing's audited calls): a copy is an allocation of the candidate's own
+        # pool, which would tell an audited call from the others.
+        self.snapshots = snapshots
         self.launches = launches
         self.device = device
         # Storages forward was given (inputs, parameters, buffers): a kernel may read them,
@@ -266,7 +271,12 @@ class OpAudit(TorchDispatchMode):
                 self.host[name] += 1
         out = func(*args, **kwargs)
         fill = name in _FILL_OPS and len(args) > 1 and isinstance(args[1], torch.Tensor)
-        if self.launches.depth == 0 and not self.launches.launching and (name in _COPY_OPS or fill):
+        if (
+            self.snapshots
+            and self.launches.depth == 0
+            and not self.launches.launching
+            and (name in _COPY_OPS or fill)
+        ):
             sources = args[1:2] if name == "copy_" or fill else args[:1]
             dest = args[0] if name in ("copy_", "fill_") else out
             if (

@@ -708,7 +708,8 @@ class WorkerState:
         last_total = [0]
 
         def audit() -> probes.OpAudit:
-            audits.append(probes.OpAudit(probe, self.device))
+            # Counts only: it allocates nothing, so the candidate's pool cannot tell it apart.
+            audits.append(probes.OpAudit(probe, self.device, snapshots=False))
             return audits[-1]
 
         def between() -> None:  # outside the timed window: did that call launch its own kernels?
