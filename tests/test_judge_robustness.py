@@ -103,6 +103,12 @@ def test_large_tasks_are_judged_in_parts_with_the_same_verdict(corpus, monkeypat
     runs = [n for op, n in calls if op == "run"]
     assert len(trials) > 3 and set(trials) == {1}
     assert runs and set(runs) == {1}
+    # Where the reference's preparation went, summed over its parts, in the report that
+    # waited for it: a worker, its import, drawing the sets, the forward, the messages.
+    steps = {k: v for k, v in parts.seconds.items() if k.startswith("reference_")}
+    assert set(steps) == {f"reference_{k}" for k in ("worker", "load", "draw", "forward", "messages")}
+    assert all(v >= 0 for v in steps.values()) and steps["reference_draw"] > 0
+    assert sum(steps.values()) <= parts.seconds["reference"] + 0.05
     if whole.verdict == "pass":  # every set, then the repeat, refill and late runs
         assert len(runs) == parts.correctness["input_sets"] + 3
     else:  # wrong on the first set the task draws: the rest, late calls included, skipped

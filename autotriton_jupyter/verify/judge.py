@@ -311,6 +311,8 @@ class Verifier(ReferencePrep, TimedChecks):
             ref = self.prepare(task, hold=True)
             try:
                 r.seconds["reference"] = time.perf_counter() - t_ref
+                if ref.prepared_at >= t_ref:  # this report waited for it: where that went
+                    r.seconds.update({f"reference_{k}": v for k, v in ref.prep_seconds.items()})
                 self._signature(task, candidate, r)
                 if not r.failed():
                     return self._against(ref, candidate, r, before_timing, t0)

@@ -79,6 +79,10 @@ class Reference:
     # Its own lock: sealing happens while the GPU is held shared, and `lock` is held while
     # waiting for it exclusively (the reference's timing); one lock for both would deadlock.
     sealed_lock: threading.Lock = field(default_factory=threading.Lock)
+    # Where its preparation's time went (worker, load, draw, forward, messages), and when it ended
+    # (time.perf_counter): a report that waited for it shows the breakdown.
+    prep_seconds: dict[str, float] = field(default_factory=dict)
+    prepared_at: float = 0.0
 
     def input_sets(self, first: int, end: int) -> wire.Sealed:
         """The command that gives a worker input sets first..end-1 (encoded once)."""
@@ -115,6 +119,16 @@ def _still_running(on_event: Callable[[str], None], what: str, limit: float) -> 
         yield
     finally:
         done.set()
+
+
+def _figures(spent: dict[str, Any]) -> dict[str, float]:
+    """A worker's reported seconds: finite numbers of at least 0 only (it is the reference's
+    worker, but its reply is read as any worker's)."""
+    return {
+        k: float(v)
+        for k, v in spent.items()
+        if k in ("draw", "forward") and type(v) in (int, float) and 0 <= v < float("inf")
+    }
 
 
 def _nbytes(tree: Any) -> int:
@@ -210,6 +224,7 @@ class ReferencePrep:
 
     def _prepare(self, task: Task) -> Reference:
         o = self.options
+        t_start = time.perf_counter()
         # The model seed and the input seeds are independent draws, so a candidate that reads
         # torch.initial_seed() (the model is built under it) cannot predict its inputs.
         draw = random.Random(o.seed) if o.seed is not None else secrets.SystemRandom()
@@ -226,10 +241,12 @@ class ReferencePrep:
         w = self.pool.acquire()
         try:
             with self.pool.lock.shared():
+                t_load = time.perf_counter()
                 with _still_running(self.on_event, "reference: importing and building it", o.timeout):
                     loaded = w.call(
                         "load_reference", o.timeout, "The reference", source=task.source, seed=seed
                     )
+                t_sets = time.perf_counter()
                 specs = [
                     {"label": f"fresh-{i + 1}", "seed": input_seeds[i], "variant": "none"}
                     for i in range(max(1, o.trials))
@@ -256,6 +273,7 @@ class ReferencePrep:
                 ]
                 self.on_event(f"reference: computing outputs on {len(specs)} input sets")
                 got = self._trials(w, specs)
+                t_done = time.perf_counter()
         except WorkerFailure as f:
             self.pool.release(w)
             detail = (
@@ -300,6 +318,16 @@ class ReferencePrep:
             sets.append(s)
         ref = Reference(task, w, seed, loaded["init_inputs"], loaded["state"], sets, notes)
         ref.machine = dict(loaded.get("machine") or {})
+        spent = got.get("seconds", {})
+        ref.prep_seconds = {
+            "worker": t_load - t_start,  # a worker from the pool (started, if none was ready)
+            "load": t_sets - t_load,
+            "draw": spent.get("draw", 0.0),
+            "forward": spent.get("forward", 0.0),
+            # the rest of the sets' time: sending them and their outputs, reading them here
+            "messages": max(0.0, t_done - t_sets - spent.get("draw", 0.0) - spent.get("forward", 0.0)),
+        }
+        ref.prepared_at = time.perf_counter()
         ref.own_shape = [i for i, s in enumerate(sets) if not s["label"].startswith("shape-")]
         # Timing refills its buffers with sets drawn from get_inputs() only: outputs kept
         # while timing are judged as those sets are, never as judge-made ones.
@@ -315,13 +343,17 @@ class ReferencePrep:
         o = self.options
         got = w.call("trials", o.timeout, "The reference", sets=specs[:1])
         sets = got["sets"]
+        spent = dict(got.get("seconds") or {})
         each = max((_nbytes([s.get("inputs"), s.get("outputs")]) for s in sets), default=0)
         per = max(1, PART_BYTES // max(1, each))
         for k in range(1, len(specs), per):
             if len(specs) > 1 + per:
                 self.on_event(f"reference: input sets {k + 1}-{min(k + per, len(specs))} of {len(specs)}")
-            sets += w.call("trials", o.timeout, "The reference", sets=specs[k : k + per])["sets"]
-        return {"sets": sets}
+            part = w.call("trials", o.timeout, "The reference", sets=specs[k : k + per])
+            sets += part["sets"]
+            for key, v in (part.get("seconds") or {}).items():
+                spent[key] = spent.get(key, 0.0) + v
+        return {"sets": sets, "seconds": _figures(spent)}
 
     def _reference_timing(self, ref: Reference) -> dict[str, Any]:
         """Eager and torch.compile timings of the reference: once per reference, and kept

@@ -291,7 +291,9 @@ class WorkerState:
 
     def op_trials(self, msg: dict) -> dict:
         results = []
+        spent = {"draw": 0.0, "forward": 0.0}  # seconds, for the report's breakdown
         for spec in msg["sets"]:
+            t0 = time.perf_counter()
             try:
                 inputs = self._draw(spec["seed"], spec["variant"], spec.get("shapes"))
             except ShapeError as e:
@@ -299,6 +301,8 @@ class WorkerState:
             except BaseException as e:
                 raise WorkerError(f"get_inputs() raised {_describe(e)}") from e
             sent = [x.detach().cpu().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+            t1 = time.perf_counter()
+            spent["draw"] += t1 - t0
             if self.device == "cuda" and spec["variant"] in ("signed", "extreme") and any(
                 isinstance(x, torch.Tensor) and not x.is_floating_point() for x in inputs
             ):
@@ -337,11 +341,12 @@ class WorkerState:
                     "The reference forward must return a tensor or a tuple of tensors."
                 )
             finite = all(bool(torch.isfinite(t).all()) for t in leaves if t.is_floating_point())
+            spent["forward"] += time.perf_counter() - t1
             self.sets.append(dev)
             results.append(
                 {"label": spec["label"], "inputs": sent, "outputs": out, "finite": finite}
             )
-        return {"sets": results}
+        return {"sets": results, "seconds": spent}
 
     def _init_variant(self, init: list[Any]) -> Any:
         """The reference built from other init arguments, holding the same parameters."""
