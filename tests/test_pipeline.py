@@ -315,6 +315,11 @@ def test_the_command_line_accepts_a_kernel_as_the_notebook_does(tmp_path, corpus
     assert "did not pass" in capsys.readouterr().err
     assert main(["kernels", "accept", "other", str(passed), "--library", str(lib)]) == 0
     assert "accepted: other" in capsys.readouterr().out
+    assert main(["kernels", "accept", "other", f"#{passed}", "--library", str(lib)]) == 0  # as listed
+    assert f"other is already candidate #{passed}" in capsys.readouterr().out
+    # --accept over a kernel of that name says so (and of which task it was)
+    assert main(["tritonize", task, *common, "--accept", "other", "-q"]) == 0
+    assert "replaced the kernel named other" in capsys.readouterr().out
     assert main(["kernels", "accept", "other", "99999", "--library", str(lib)]) == 2
     assert "no candidate #99999" in capsys.readouterr().err
     assert main(["kernels", "list", "--library", str(tmp_path / "none.sqlite")]) == 0

@@ -79,7 +79,11 @@ def cmd_kernels_accept(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
-        replaced = store.find(args.name) is not None
+        kept = store.read("SELECT candidate_id FROM accepted WHERE name=?", (args.name,))
+        if kept and kept[0]["candidate_id"] == c["id"]:
+            print(f"{args.name} is already candidate #{c['id']} of {c['task_name']} in {store.path}")
+            return EXIT_PASS
+        replaced = bool(kept)
         store.accept(args.name, c["task_id"], c["code"], candidate_id=c["id"], replace=True)
         where = store.path
     print(
