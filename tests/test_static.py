@@ -326,3 +326,14 @@ def test_self_is_trusted_only_as_a_methods_own_object():
     assert checks(OK_CLASS + store) == {"monkeypatch"}
     method = "class H:\n    def attach(self, fn):\n        self.detach = fn\n"
     assert checks(OK_CLASS + method) == set()
+
+
+def test_the_stream_and_event_names_cover_this_build():
+    """The names are written out (dir() differs between CUDA and CPU builds); every public
+    name this build's streams and events have is among them."""
+    import torch
+
+    from autotriton_jupyter.verify.static import _STREAM_NAMES
+
+    here = set(dir(torch.cuda.Stream)) | set(dir(torch.cuda.Event)) | set(dir(torch.Stream)) | set(dir(torch.Event))
+    assert {n for n in here if not n.startswith("_")} <= _STREAM_NAMES

@@ -132,7 +132,8 @@ class _Judge:
         pass
 
 
-def _decide(timed_out: torch.Tensor, ref_timed: torch.Tensor, base: torch.Tensor, *, printed=None):
+def _decide(timed_out: torch.Tensor, ref_timed: torch.Tensor, base: torch.Tensor, *, printed=None,
+            ref_printed=None):
     """The report `_timing` writes for one kept timed call (the candidate's output
     `timed_out`, the reference's on the same varied inputs `ref_timed`, the reference's on
     the unvaried set `base`) and one projected call."""
@@ -141,7 +142,7 @@ def _decide(timed_out: torch.Tensor, ref_timed: torch.Tensor, base: torch.Tensor
     from autotriton_jupyter.verify.report import Report
 
     proj = fingerprint.Projection(5)
-    want_print = proj.reference(ref_timed, 1e-2, 1e-2)
+    want_print = proj.reference(ref_printed if ref_printed is not None else ref_timed, 1e-2, 1e-2)
     got_print = [t.tolist() for t in proj.take(printed if printed is not None else timed_out)]
     t = {"median_ms": 1.0, "wall_median_ms": 1.1, "reps": 10, "warmup": 3, "audited": 2, "calls": 15,
          "b2b_ms": 0.5, "prints": [[7, 0, got_print]]}
@@ -175,18 +176,24 @@ def test_timed_outputs_right_wrong_or_unable_to_tell():
     assert stale.timing is None and any("no speed figures" in n for n in stale.notes)
 
 
-def test_nan_that_only_the_varied_inputs_bring_costs_the_figures_not_the_verdict():
+def test_nan_that_only_the_varied_inputs_bring_leaves_those_calls_unjudged():
     """The reference gives NaN on a timed call's varied inputs and never on the task's own:
-    an honest kernel that gives another value there keeps its pass, without figures. Where
-    the task's own outputs already hold NaN, a difference is still a failure."""
+    that call is not judged (an honest kernel may give another value there), the others
+    still are, and with none left there are no figures. Where the task's own outputs
+    already hold NaN, a difference is a failure."""
     g = torch.Generator().manual_seed(2)
     base = torch.rand(32, 32, generator=g) + 1
     varied = base * 0.7
     ref_nan = varied.clone()
     ref_nan[3, 4] = float("nan")
-    r = _decide(varied.clone(), ref_nan, base)
+    r = _decide(varied.clone(), ref_nan, base)  # both checked calls NaN in the reference
     assert r.failed() == [] and r.timing is None
-    assert any("NaN or inf on some timed calls' inputs" in n for n in r.notes)
+    assert any("2 of the checked timed calls were not judged" in n for n in r.notes)
+    r = _decide(varied.clone(), varied, base, ref_printed=ref_nan)  # the kept call still judged
+    assert r.failed() == [] and r.timing is not None
+    assert any("1 of the checked timed calls were not judged" in n for n in r.notes)
+    r = _decide(base.clone(), varied, base, ref_printed=ref_nan)  # and a wrong one still fails
+    assert [c.name for c in r.failed()] == ["timed_outputs"]
     base_nan = base.clone()
     base_nan[0, 0] = float("nan")
     r = _decide(varied.clone(), ref_nan, base_nan)

@@ -79,8 +79,9 @@ def cmd_kernels_accept(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
-        kept = store.read("SELECT candidate_id FROM accepted WHERE name=?", (args.name,))
-        if kept and kept[0]["candidate_id"] == c["id"]:
+        kept = store.read("SELECT candidate_id, code, edited FROM accepted WHERE name=?", (args.name,))
+        same = kept and kept[0]["candidate_id"] == c["id"]
+        if same and not kept[0]["edited"] and kept[0]["code"] == c["code"]:  # an edit is replaced
             print(f"{args.name} is already candidate #{c['id']} of {c['task_name']} in {store.path}")
             return EXIT_PASS
         replaced = bool(kept)
