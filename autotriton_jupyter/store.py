@@ -205,6 +205,14 @@ class Accepted:
     speedup_vs_compile_b2b: float | None = None
 
 
+def _strict_json(value: Any) -> str:
+    """JSON that every reader takes (SQLite's json functions too): NaN and infinities as null."""
+    text = json.dumps(value)
+    if "NaN" in text or "Infinity" in text:  # maybe a float's, maybe only in some text
+        text = json.dumps(json.loads(text, parse_constant=lambda _c: None))
+    return text
+
+
 def _b2b_columns() -> str:
     """SQL for the back-to-back speedups kept in a candidate's stored report, read by
     SQLite (the reports are not loaded): NULL where absent, not a number, or the report
@@ -596,7 +604,7 @@ class Store:
                     (report or {}).get("verdict"),
                     timing.get("speedup_vs_eager"),
                     timing.get("speedup_vs_compile"),
-                    json.dumps(report) if report else None,
+                    _strict_json(report) if report else None,
                     time.time(),
                 ),
             )

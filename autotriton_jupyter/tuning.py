@@ -117,8 +117,8 @@ class Tuning:
         if self.suspect:
             return f"tuning stopped: {self.suspect}"
         lines = [
-            f"tuning: {len(self.tried)} variants, each verified in full, compared on the "
-            f"{self.figure} time"
+            f"tuning: {len(self.tried)} variants, each verified in full, compared on their "
+            f"time {self.figure}"
         ]
         if self.stopped:
             lines[0] += f"; {self.stopped}"
@@ -358,7 +358,7 @@ Judge = Callable[[list[Candidate]], list[Any]]  # candidates -> their Reports, i
 
 
 # The candidate's time that each ranking figure (--rank-by) reads from a report's timing.
-FIGURES = {"device": ("candidate_b2b_ms", "back-to-back"), "call": ("candidate_ms", "one call")}
+FIGURES = {"device": ("candidate_b2b_ms", "back to back"), "call": ("candidate_ms", "one call")}
 
 
 def _ms(report: Any, key: str = "candidate_ms") -> float | None:
@@ -423,6 +423,8 @@ def tune(
     tell = on_event or (lambda _m: None)
     key, figure = _figure(original, rank_by)
     base = _ms(original, key)
+    if base is None:  # nothing timed: the figure it would have been compared on
+        figure = FIGURES.get(rank_by, FIGURES["call"])[1]
     if getattr(original, "verdict", None) != "pass":
         return Tuning(base, figure=figure, skipped="only a passing candidate is tuned")
     if base is None:

@@ -147,8 +147,8 @@ fi
 
 if want speed; then
     echo "== issue 17: launch overhead, per-call and back-to-back figures, the tuning pass"
-    # SPEED_SKIP starts further in (a run cut short goes on); SPEED_ONLY=1 leaves out the
-    # launch-overhead section.
+    # SPEED_SKIP starts further in (a run cut short goes on; give it another OUTDIR, the
+    # file is written anew); SPEED_ONLY set to anything leaves out the launch-overhead section.
     timeout "${SPEED_TIMEOUT:-560}" "$PY" scripts/bench_speed.py "$OUT/bench-speed.json" --pairs "${SPEED_PAIRS:-14}" \
         --skip "${SPEED_SKIP:-0}" ${SPEED_ONLY:+--kernels-only} \
         2> "$OUT/bench-speed.log" | tail -40

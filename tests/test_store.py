@@ -229,3 +229,21 @@ def test_an_accepted_kernel_keeps_both_speed_figures(tmp_path):
         capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": os.getcwd()},
     )
     assert "1.40x eager back to back" in listed.stdout and "not timed" in listed.stdout, listed.stderr
+
+
+def test_a_report_with_nan_is_stored_as_json_every_reader_takes(tmp_path):
+    """A report holding NaN or inf (a spread of one call, say) is stored with null there:
+    SQLite's json functions read it, so its back-to-back figures are not lost."""
+    import json as _json
+
+    with Store(tmp_path / "lib.sqlite") as s:
+        t = s.add_task("t", "source")
+        timing = {"speedup_vs_eager_b2b": 1.5, "candidate_q1_ms": float("nan"), "x": float("inf")}
+        c = s.add_candidate(t, round=0, sample=0, model="m", prompt="p", completion="c", code="x",
+                            report={"verdict": "pass", "timing": timing, "notes": ["NaN in a note stays"]})
+        s.accept("K", t, "x", candidate_id=c)
+        stored = s.db.execute("SELECT report FROM candidates WHERE id=?", (c,)).fetchone()[0]
+        got = _json.loads(stored)
+        assert got["timing"]["candidate_q1_ms"] is None and got["timing"]["x"] is None
+        assert got["notes"] == ["NaN in a note stays"]
+        assert s.get("K").speedup_vs_eager_b2b == 1.5

@@ -306,9 +306,9 @@ def test_variants_are_compared_on_the_figure_that_ranks():
         return out
 
     device = tuning.tune(cand, timed(1.0, 1.0), judge, limit=12)
-    assert device.figure == "back-to-back" and device.to_dict()["figure"] == "back-to-back"
+    assert device.figure == "back to back" and device.to_dict()["figure"] == "back to back"
     assert device.best is not None and "num_stages" in device.best.variant.describe()
-    assert device.best.ms == 0.5 and "back-to-back time" in device.summary()
+    assert device.best.ms == 0.5 and "compared on their time back to back" in device.summary()
     call = tuning.tune(cand, timed(1.0, 1.0), judge, limit=12, rank_by="call")
     assert call.figure == "one call" and call.best is not None
     assert "num_warps" in call.best.variant.describe() and call.best.ms == 0.5

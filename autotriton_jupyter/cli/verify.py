@@ -33,8 +33,8 @@ def _check_verify(args: argparse.Namespace) -> None:
         )
     if args.tune and args.no_timing:
         raise TaskError(
-            "--tune compares the timed variants of a kernel and --no-timing turns timing off: "
-            "give one of them."
+            "tuning (--tune, --tuned-out or --tune-variants) compares the timed variants of a "
+            "kernel, and --no-timing turns timing off: give one of them."
         )
     if args.tune and args.device == "cpu":
         _warn("--tune needs timing on a GPU: on the CPU the candidate is verified, not tuned.")
@@ -116,7 +116,13 @@ def _tune(args: argparse.Namespace, cand: Any, report: Any, judge: Callable, pro
         else:
             progress(f"tuning: the best variant was written to {args.tuned_out}")
     elif args.tuned_out:  # asked for a file: said even with --quiet
-        why = "no variant beat the original" if not tuned.skipped else f"no tuning ({tuned.skipped})"
+        why = (
+            f"no tuning ({tuned.skipped})"
+            if tuned.skipped
+            else "tuning stopped: a variant was caught cheating"
+            if tuned.suspect
+            else "no variant beat the original"
+        )
         _warn(f"{why}, so {args.tuned_out} was not written")
     return tuned
 

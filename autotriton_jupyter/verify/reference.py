@@ -320,7 +320,8 @@ class ReferencePrep:
         ref.machine = dict(loaded.get("machine") or {})
         spent = got.get("seconds", {})
         ref.prep_seconds = {
-            "worker": t_load - t_start,  # a worker from the pool (started, if none was ready)
+            # a worker from the pool (started, if none was ready), and the GPU's shared lock
+            "worker": t_load - t_start,
             "load": t_sets - t_load,
             "draw": spent.get("draw", 0.0),
             "forward": spent.get("forward", 0.0),
