@@ -203,6 +203,7 @@ class Accepted:
     # Calls back to back (device time, what ranks candidates by default), from its report.
     speedup_vs_eager_b2b: float | None = None
     speedup_vs_compile_b2b: float | None = None
+    candidate_id: int | None = None  # the stored candidate it was accepted from
 
 
 def _strict_json(value: Any) -> str:
@@ -668,7 +669,7 @@ class Store:
         return (
             "SELECT a.name, a.code, a.edited, a.created, t.name AS task_name,"
             " t.source AS task_source, c.verdict, c.speedup_vs_eager, c.speedup_vs_compile,"
-            f" c.model, c.prompt, c.completion, {chat}, c.adapter, {_b2b_columns()}"
+            f" c.model, c.prompt, c.completion, {chat}, c.adapter, {_b2b_columns()}, a.candidate_id"
             " FROM accepted a JOIN tasks t ON t.id = a.task_id"
             " LEFT JOIN candidates c ON c.id = a.candidate_id"
         )
@@ -724,6 +725,7 @@ class Store:
             r["adapter"],
             _positive(r["speedup_vs_eager_b2b"]),
             _positive(r["speedup_vs_compile_b2b"]),
+            r["candidate_id"],
         )
 
     def candidate(self, cid: int) -> sqlite3.Row | None:
@@ -734,6 +736,10 @@ class Store:
             (cid,),
         )
         return rows[0] if rows else None
+
+    def task_names(self, limit: int = 20) -> list[str]:
+        """The names of the stored tasks, in order."""
+        return [r["name"] for r in self.read("SELECT DISTINCT name FROM tasks ORDER BY name LIMIT ?", (limit,))]
 
     def candidates(self, task: str | None = None, limit: int = 20) -> list[sqlite3.Row]:
         """The newest stored candidates (of the task of that name, if given), newest first."""

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config import TritonizeOptions
+from .config import RANK_FIGURES, TritonizeOptions
 from .task import Candidate
 from .verify.report import GAMING_CHECKS
 
@@ -86,7 +86,7 @@ class Tuning:
     # original passed only where it did not. Tuning stops, and the caller fails the original.
     suspect: str = ""
     stopped: str = ""  # why fewer variants were tried than made (the time budget was spent)
-    figure: str = "one call"  # which time the variants were compared on (FIGURES' values)
+    figure: str = RANK_FIGURES["call"]  # which time the variants were compared on
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -357,8 +357,9 @@ def combine(source: str, improving: list[Variant]) -> Variant | None:
 Judge = Callable[[list[Candidate]], list[Any]]  # candidates -> their Reports, in order
 
 
-# The candidate's time that each ranking figure (--rank-by) reads from a report's timing.
-FIGURES = {"device": ("candidate_b2b_ms", "back to back"), "call": ("candidate_ms", "one call")}
+# The candidate's time that each ranking figure (--rank-by, config.RANK_FIGURES) reads
+# from a report's timing.
+TIMES = {"device": "candidate_b2b_ms", "call": "candidate_ms"}
 
 
 def _ms(report: Any, key: str = "candidate_ms") -> float | None:
@@ -367,11 +368,11 @@ def _ms(report: Any, key: str = "candidate_ms") -> float | None:
     return float(ms) if isinstance(ms, int | float) and ms > 0 else None
 
 
-def _figure(original: Any, rank_by: str) -> tuple[str, str]:
-    """The timing key and name the variants are compared on: the ranking figure, or the
-    one-call time where the original has no back-to-back time."""
-    key, name = FIGURES.get(rank_by, FIGURES["call"])
-    return (key, name) if _ms(original, key) is not None else FIGURES["call"]
+def _figure(original: Any, rank_by: str) -> str:
+    """The figure the variants are compared on (a key of TIMES): the ranking figure, or
+    one call where the original was timed on one call only."""
+    by = rank_by if rank_by in TIMES else "call"
+    return "call" if _ms(original, TIMES[by]) is None and _ms(original) is not None else by
 
 
 def _reason(report: Any) -> str:
@@ -421,10 +422,9 @@ def tune(
     Variants are compared on the time that ranks candidates (`rank_by`, as --rank-by):
     back to back by default, else one call."""
     tell = on_event or (lambda _m: None)
-    key, figure = _figure(original, rank_by)
+    by = _figure(original, rank_by)
+    key, figure = TIMES[by], RANK_FIGURES[by]
     base = _ms(original, key)
-    if base is None:  # nothing timed: the figure it would have been compared on
-        figure = FIGURES.get(rank_by, FIGURES["call"])[1]
     if getattr(original, "verdict", None) != "pass":
         return Tuning(base, figure=figure, skipped="only a passing candidate is tuned")
     if base is None:

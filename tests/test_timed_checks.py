@@ -148,7 +148,8 @@ def _decide(timed_out: torch.Tensor, ref_timed: torch.Tensor, base: torch.Tensor
          "b2b_ms": 0.5, "prints": [[7, 0, got_print]]}
     timed = {"timing": t, "tampered": [], "kept": [{"set": 0, "outputs": timed_out}],
              "after": {"obs": {}, "outputs": None, "set": 0}}
-    ref = SimpleNamespace(sets=[{"outputs": base}], timed=[0], vary_mode="elements")
+    ref = SimpleNamespace(sets=[{"outputs": base, "finite": bool(torch.isfinite(base).all())}], timed=[0],
+                          vary_mode="elements")
     r = Report(device="cuda")
     _Judge()._timing(ref, {"eager_ms": 2.0, "eager_b2b_ms": 1.0}, timed, ([ref_timed], [want_print]), r, [7])
     return r

@@ -79,12 +79,12 @@ def cmd_kernels_accept(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
-        kept = store.read("SELECT candidate_id, code, edited FROM accepted WHERE name=?", (args.name,))
-        same = kept and kept[0]["candidate_id"] == c["id"]
-        if same and not kept[0]["edited"] and kept[0]["code"] == c["code"]:  # an edit is replaced
+        kept = store.find(args.name)
+        if kept is not None and kept.candidate_id == c["id"] and not kept.edited and kept.code == c["code"]:
+            # the same candidate, unedited (an edited one is replaced by what was verified)
             print(f"{args.name} is already candidate #{c['id']} of {c['task_name']} in {store.path}")
             return EXIT_PASS
-        replaced = bool(kept)
+        replaced = kept is not None
         store.accept(args.name, c["task_id"], c["code"], candidate_id=c["id"], replace=True)
         where = store.path
     print(
@@ -113,10 +113,10 @@ def cmd_kernels_candidates(args: argparse.Namespace) -> int:
         return EXIT_PASS
     with store:
         rows = store.candidates(args.task, args.limit)
-        known = [r["name"] for r in store.read("SELECT DISTINCT name FROM tasks ORDER BY name LIMIT 20")]
+        known = store.task_names() if args.task and not rows else []
     if not rows:
         print("no candidates yet" + (f" of {args.task}" if args.task else ""))
-        if args.task and known:  # a task is named as its file is, without .py
+        if known:  # a task is named as its file is, without .py
             print(f"tasks with candidates: {', '.join(known)}")
     else:
         print(f"{'id':<7} {'task':<20} {'candidate':<22} {'verdict':<12} {'one call':<14} model")

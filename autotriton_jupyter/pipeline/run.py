@@ -227,7 +227,7 @@ def _tune_best(
             if not o.verify.timing
             else "no passing candidate was timed (timing needs a GPU)"
         )
-        skipped = Tuning(None, skipped=why)  # the same shape as a pass that ran
+        skipped = Tuning(None, skipped=why, figure=RANK_FIGURES[o.rank_by])  # the shape of a pass that ran
         emit(PipelineEvent("tuning", f"tuning: nothing to tune: {why}", data={"tuning": skipped.to_dict()}))
         return None
     best = min(timed, key=lambda c: rank_key(c, o.rank_by))

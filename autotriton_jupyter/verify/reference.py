@@ -121,7 +121,7 @@ def _still_running(on_event: Callable[[str], None], what: str, limit: float) -> 
         done.set()
 
 
-def _figures(spent: dict[str, Any]) -> dict[str, float]:
+def _seconds(spent: dict[str, Any]) -> dict[str, float]:
     """A worker's reported seconds: finite numbers of at least 0 only (it is the reference's
     worker, but its reply is read as any worker's)."""
     return {
@@ -354,7 +354,7 @@ class ReferencePrep:
             sets += part["sets"]
             for key, v in (part.get("seconds") or {}).items():
                 spent[key] = spent.get(key, 0.0) + v
-        return {"sets": sets, "seconds": _figures(spent)}
+        return {"sets": sets, "seconds": _seconds(spent)}
 
     def _reference_timing(self, ref: Reference) -> dict[str, Any]:
         """Eager and torch.compile timings of the reference: once per reference, and kept
