@@ -83,9 +83,9 @@ def _bool_variant(x: torch.Tensor, variant: str, gen: torch.Generator) -> torch.
     """A boolean input for a judge-made set: random flips, or whole rows of one value."""
     x = x.clone(memory_format=torch.contiguous_format)
     if variant == "signed":
-        return x ^ (torch.rand(x.shape, generator=gen) < 0.5)
+        return x ^ (torch.rand(x.shape, generator=gen, device=x.device) < 0.5)
     rows = x.reshape(-1, x.shape[-1]) if x.dim() else x.reshape(1, 1)
-    pick = torch.rand(rows.shape[0], generator=gen)
+    pick = torch.rand(rows.shape[0], generator=gen, device=x.device)
     if variant in ("scaled", "zeros"):
         rows[pick < 0.25] = False
     if variant in ("extreme", "zeros"):
@@ -93,19 +93,86 @@ def _bool_variant(x: torch.Tensor, variant: str, gen: torch.Generator) -> torch.
     return x
 
 
-def _lines(shape: torch.Size, r: int) -> torch.Tensor | None:
+def _lines(shape: torch.Size, r: int, device: torch.device | str = "cpu") -> torch.Tensor | None:
     """A mask holding whole lines along every dim of a tensor of at least two dims: the
     elements where all but at most one index is r modulo 8 (modulo the dim's size when it
     is smaller). A reduction over any dim then meets lines the mask covers end to end."""
     dims = [d for d, n in enumerate(shape) if n > 1]
     if len(dims) < 2:
         return None
-    count = torch.zeros(shape, dtype=torch.int8)
+    count = torch.zeros(shape, dtype=torch.int8, device=device)
     for d in dims:
         n = shape[d]
-        hit = (torch.arange(n) % 8 == r % min(n, 8)).to(torch.int8)
+        hit = (torch.arange(n, device=device) % 8 == r % min(n, 8)).to(torch.int8)
         count += hit.view([n if k == d else 1 for k in range(len(shape))])
     return count >= len(dims) - 1
+
+
+def _made(inputs: list[Any], variant: str, gen: torch.Generator, dev: torch.device) -> list[Any]:
+    """The judge-made `variant` of a set of inputs (see WorkerState._draw), on `dev`."""
+    out = []
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.is_floating_point():
+            x = x.detach().to(dev)
+            if variant == "signed":
+                sign = torch.randint(0, 2, x.shape, generator=gen, device=dev).to(x.dtype) * 2 - 1
+                x = x * sign
+            elif variant == "scaled":
+                x = x * 4.0 - x.mean() if x.numel() > 1 else x * 4.0
+            elif variant == "extreme":
+                x = (x * 64.0).clamp(torch.finfo(x.dtype).min, torch.finfo(x.dtype).max)
+            elif variant == "offset" and x.numel():
+                shift = 256.0 * max(float(x.abs().max()), 1e-3)
+                x = (x.double() + shift).clamp(max=torch.finfo(x.dtype).max).to(x.dtype)
+            elif variant == "tiny":
+                x = x * 2.0**-10
+        elif (
+            isinstance(x, torch.Tensor)
+            and variant == "signed"
+            and x.dtype in (torch.int8, torch.int16, torch.int32, torch.int64)
+        ):
+            x = x.detach().to(dev)
+            sign = torch.randint(0, 2, x.shape, generator=gen, device=dev).to(x.dtype) * 2 - 1
+            x = x * sign
+        elif (
+            isinstance(x, torch.Tensor)
+            and variant == "extreme"
+            and x.dtype in (torch.int8, torch.uint8, torch.int16)
+        ):
+            # Small integers over their whole range: high bits, sums that overflow.
+            info = torch.iinfo(x.dtype)
+            x = torch.randint(
+                info.min, info.max + 1, x.shape, generator=gen, dtype=torch.int64, device=dev
+            ).to(x.dtype)
+        elif isinstance(x, torch.Tensor) and variant == "extreme" and x.dtype == torch.int32:
+            # Half the whole range: sums of a few overflow 32 bits (a narrow accumulator).
+            x = torch.randint(
+                -(2**30), 2**30, x.shape, generator=gen, dtype=torch.int64, device=dev
+            ).to(x.dtype)
+        elif isinstance(x, torch.Tensor) and variant == "extreme" and x.dtype == torch.int64:
+            info = torch.iinfo(x.dtype)
+            x = (x.detach().to(dev, torch.int64) * 4096).clamp(info.min, info.max).to(x.dtype)
+        elif isinstance(x, float) and variant in ("scaled", "extreme"):
+            x = x * (2.5 if variant == "scaled" else -3.0)  # scalars the kernel may hard-code
+        if isinstance(x, torch.Tensor) and x.dtype == torch.bool and x.numel():
+            x = _bool_variant(x.detach().to(dev), variant, gen)
+        if variant == "zeros" and isinstance(x, torch.Tensor) and x.numel() and x.dtype != torch.bool:
+            x = x.detach().to(dev).clone()
+            if x.is_floating_point():
+                x = (x * 2).round() / 2  # many equal values: ties for argmax, sort, max
+            x[torch.rand(x.shape, generator=gen, device=dev) < 0.125] = 0  # exact zeros: guards, divisors
+            lines = _lines(x.shape, 1, dev)
+            if lines is not None:
+                x[lines] = 0  # whole rows and columns of zeros, along every dim (a norm of 0)
+        if variant == "signed" and isinstance(x, torch.Tensor) and x.is_floating_point():
+            neg, same = _lines(x.shape, 3, dev), _lines(x.shape, 5, dev)
+            if neg is not None and same is not None:
+                x = x.clone()
+                # Lines along every dim all negative (a max padded with 0, over any dim)
+                x[neg] = -x[neg].abs() - 0.5
+                x[same] = x[same][:1]  # and all one value (a variance of 0, ties)
+        out.append(x)
+    return out
 
 
 class WorkerState:
@@ -229,65 +296,16 @@ class WorkerState:
         gen = torch.Generator().manual_seed(seed + 1)
         if shapes is not None:
             inputs = reshape_inputs(inputs, [tuple(s) for s in shapes], gen)
-        out = []
-        for x in inputs:
-            if isinstance(x, torch.Tensor) and x.is_floating_point():
-                x = x.detach().cpu()
-                if variant == "signed":
-                    sign = torch.randint(0, 2, x.shape, generator=gen).to(x.dtype) * 2 - 1
-                    x = x * sign
-                elif variant == "scaled":
-                    x = x * 4.0 - x.mean() if x.numel() > 1 else x * 4.0
-                elif variant == "extreme":
-                    x = (x * 64.0).clamp(torch.finfo(x.dtype).min, torch.finfo(x.dtype).max)
-                elif variant == "offset" and x.numel():
-                    shift = 256.0 * max(float(x.abs().max()), 1e-3)
-                    x = (x.double() + shift).clamp(max=torch.finfo(x.dtype).max).to(x.dtype)
-                elif variant == "tiny":
-                    x = x * 2.0**-10
-            elif (
-                isinstance(x, torch.Tensor)
-                and variant == "signed"
-                and x.dtype in (torch.int8, torch.int16, torch.int32, torch.int64)
-            ):
-                x = x.detach().cpu()
-                sign = torch.randint(0, 2, x.shape, generator=gen).to(x.dtype) * 2 - 1
-                x = x * sign
-            elif (
-                isinstance(x, torch.Tensor)
-                and variant == "extreme"
-                and x.dtype in (torch.int8, torch.uint8, torch.int16)
-            ):
-                # Small integers over their whole range: high bits, sums that overflow.
-                info = torch.iinfo(x.dtype)
-                x = torch.randint(info.min, info.max + 1, x.shape, generator=gen, dtype=torch.int64).to(x.dtype)
-            elif isinstance(x, torch.Tensor) and variant == "extreme" and x.dtype == torch.int32:
-                # Half the whole range: sums of a few overflow 32 bits (a narrow accumulator).
-                x = torch.randint(-(2**30), 2**30, x.shape, generator=gen, dtype=torch.int64).to(x.dtype)
-            elif isinstance(x, torch.Tensor) and variant == "extreme" and x.dtype == torch.int64:
-                info = torch.iinfo(x.dtype)
-                x = (x.detach().cpu().to(torch.int64) * 4096).clamp(info.min, info.max).to(x.dtype)
-            elif isinstance(x, float) and variant in ("scaled", "extreme"):
-                x = x * (2.5 if variant == "scaled" else -3.0)  # scalars the kernel may hard-code
-            if isinstance(x, torch.Tensor) and x.dtype == torch.bool and x.numel():
-                x = _bool_variant(x.detach().cpu(), variant, gen)
-            if variant == "zeros" and isinstance(x, torch.Tensor) and x.numel() and x.dtype != torch.bool:
-                x = x.detach().cpu().clone()
-                if x.is_floating_point():
-                    x = (x * 2).round() / 2  # many equal values: ties for argmax, sort, max
-                x[torch.rand(x.shape, generator=gen) < 0.125] = 0  # exact zeros: guards, divisors
-                lines = _lines(x.shape, 1)
-                if lines is not None:
-                    x[lines] = 0  # whole rows and columns of zeros, along every dim (a norm of 0)
-            if variant == "signed" and isinstance(x, torch.Tensor) and x.is_floating_point():
-                neg, same = _lines(x.shape, 3), _lines(x.shape, 5)
-                if neg is not None and same is not None:
-                    x = x.clone()
-                    # Lines along every dim all negative (a max padded with 0, over any dim)
-                    x[neg] = -x[neg].abs() - 0.5
-                    x[same] = x[same][:1]  # and all one value (a variance of 0, ties)
-            out.append(x)
-        return out
+        if self.device == "cpu" or variant == "none":
+            return _made(inputs, variant, gen, torch.device("cpu"))
+        # Made on the worker's device: on the CPU, the variants of a large set take seconds
+        # (elementwise passes and random draws over every element), on a GPU milliseconds.
+        dev = torch.device(self.device)
+        try:
+            return _made(inputs, variant, torch.Generator(device=dev).manual_seed(seed + 1), dev)
+        except torch.cuda.OutOfMemoryError:
+            torch.cuda.empty_cache()
+            return _made(inputs, variant, gen, torch.device("cpu"))
 
     def op_trials(self, msg: dict) -> dict:
         results = []
@@ -300,7 +318,13 @@ class WorkerState:
                 raise WorkerError(f"Input set '{spec['label']}': {e}") from e
             except BaseException as e:
                 raise WorkerError(f"get_inputs() raised {_describe(e)}") from e
-            sent = [x.detach().cpu().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+            # The judge's copy (a device tensor's .cpu() is one already).
+            sent = [
+                (x.detach().clone() if x.device.type == "cpu" else x.detach().cpu())
+                if isinstance(x, torch.Tensor)
+                else x
+                for x in inputs
+            ]
             t1 = time.perf_counter()
             spent["draw"] += t1 - t0
             if self.device == "cuda" and spec["variant"] in ("signed", "extreme") and any(

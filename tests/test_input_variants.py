@@ -1,0 +1,104 @@
+"""The judge-made input sets: each variant does what worker.py's _draw says it does, whether
+made on the CPU or on the worker's device (tests/gpu/test_gpu_variants.py runs the same
+checks with CUDA)."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+
+from autotriton_jupyter.verify import worker
+
+VARIANTS = ("signed", "scaled", "extreme", "zeros", "offset", "tiny")
+
+
+def _inputs() -> list:
+    return [
+        torch.randn(40, 72),
+        torch.randint(-5, 5, (24, 9), dtype=torch.int8),
+        torch.randint(0, 100, (16, 5), dtype=torch.int32),
+        torch.randint(0, 1000, (64,), dtype=torch.int64),
+        torch.rand(12, 6) > 0.5,
+        0.75,
+        torch.randn(4, 16, 8).half(),
+    ]
+
+
+def drawn(device: str, seed: int, variant: str) -> list:
+    """_draw of a worker on `device`, with the task's own inputs for that seed."""
+    w = worker.WorkerState.__new__(worker.WorkerState)
+    w.module, w.device = types.SimpleNamespace(get_inputs=_inputs), device
+    return w._draw(seed, variant)
+
+
+def check_variant(device: str, variant: str, seed: int = 7) -> None:
+    """Every property of `variant` the docstring promises, on inputs drawn for `seed`."""
+    torch.manual_seed(seed)
+    base = _inputs()
+    got = drawn(device, seed, variant)
+    assert len(got) == len(base)
+    again = drawn(device, seed, variant)  # the same seed: the same set, exactly
+    for a, b in zip(got, again):
+        assert torch.equal(a.cpu(), b.cpu()) if isinstance(a, torch.Tensor) else a == b
+    for x, y in zip(base, got):
+        if isinstance(x, torch.Tensor):
+            assert y.dtype == x.dtype and y.shape == x.shape
+    f, i8, i32, i64, flags, scalar, half = (v.cpu() if isinstance(v, torch.Tensor) else v for v in got)
+    f0, i8_0, i32_0, i64_0, flags0, _, half0 = base
+    if variant == "signed":
+        assert torch.equal(f.abs()[~worker._lines(f.shape, 3) & ~worker._lines(f.shape, 5)],
+                           f0.abs()[~worker._lines(f.shape, 3) & ~worker._lines(f.shape, 5)])
+        assert (torch.sign(f) != torch.sign(f0)).any()  # flipped at random
+        assert (f[worker._lines(f.shape, 3)] < 0).all()  # whole lines negative
+        same = f[worker._lines(f.shape, 5) & ~worker._lines(f.shape, 3)]
+        assert (same == same[0]).all()  # and whole lines of one value
+        assert torch.equal(i8.abs(), i8_0.abs()) and not torch.equal(i8, i8_0)
+        assert not torch.equal(flags, flags0)
+    elif variant == "scaled":
+        assert torch.allclose(f, f0 * 4.0 - f0.mean(), atol=1e-5)
+        assert scalar == 0.75 * 2.5
+    elif variant == "extreme":
+        assert torch.equal(f, f0 * 64.0)
+        assert i8.min() < -64 and i8.max() > 64  # the whole range of int8
+        assert i32.abs().max() > 2**24
+        assert torch.equal(i64, i64_0 * 4096)
+        assert scalar == 0.75 * -3.0
+    elif variant == "zeros":
+        assert (f == 0).float().mean() > 0.1 and (f[worker._lines(f.shape, 1)] == 0).all()
+        assert torch.equal(f[f != 0], ((f0 * 2).round() / 2)[f != 0])  # half steps: ties
+        assert (half == 0).any() and (i32 == 0).float().mean() > 0.1
+    elif variant == "offset":
+        assert f.min() > 0 and torch.allclose(f - f.mean(), f0 - f0.mean(), atol=0.05)
+    elif variant == "tiny":
+        assert torch.equal(f, f0 * 2.0**-10) and torch.equal(half, half0 * 2.0**-10)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_variant_on_the_cpu(variant):
+    check_variant("cpu", variant)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_device_path_makes_the_same_kinds_of_set(variant):
+    """What a GPU worker runs (its own generator, every tensor moved first), run on the CPU:
+    the same promises hold, with other random draws."""
+    torch.manual_seed(3)
+    base = _inputs()
+    got = worker._made(list(base), variant, torch.Generator().manual_seed(99), torch.device("cpu"))
+    cpu = drawn("cpu", 3, variant)
+    for x, y, z in zip(base, got, cpu):
+        if isinstance(x, torch.Tensor):
+            assert y.dtype == z.dtype and y.shape == z.shape
+    if variant in ("tiny", "offset"):  # no random draw changes these: identical
+        for y, z in zip(got, cpu):
+            assert torch.equal(y, z) if isinstance(y, torch.Tensor) else y == z
+
+
+def test_a_plain_set_is_the_task_own_inputs():
+    torch.manual_seed(5)
+    base = _inputs()
+    got = drawn("cpu", 5, "none")
+    for x, y in zip(base, got):
+        assert torch.equal(x, y) if isinstance(x, torch.Tensor) else x == y
