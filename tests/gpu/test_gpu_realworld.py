@@ -25,3 +25,5 @@ def test_realworld_on_gpu(verifier, case):
     t = report.timing or {}
     print(f"{case.name}: {report.verdict}, candidate {t.get('candidate_ms')} ms, "
           f"eager {t.get('eager_ms')} ms, compile {t.get('compile_ms')} ms")
+    if t.get("candidate_ms") is None:  # why there are no figures
+        print("  notes:", "; ".join(report.notes)[:600])
