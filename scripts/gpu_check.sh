@@ -6,7 +6,8 @@
 #   decode    8B-shape decode benchmark: greedy, sampled, and a batch-8 profile (about 5)
 #   gentests  decode fast-path tests (about 1)
 #   hfdecode  transformers' own StaticCache path, for comparison (about 2)
-#   tests     the verifier's GPU tests, sandboxed (about 5)
+#   tests     the verifier's GPU tests, sandboxed, but the real-world corpus (about 4)
+#   realworld the real-world corpus on the GPU, timing on (about 6)
 #   attacks   every attack of tests/attacks on the GPU, timing on (about 4)
 #   finetune  LoRA training benchmark (about 1)
 #   pipeline  cell to result view with known candidates (about 1.5)
@@ -22,8 +23,8 @@ OUT=${1:?usage: scripts/gpu_check.sh OUTDIR [SECTION,...|generate|rest|all]}
 WHAT=${2:-all}
 case "$WHAT" in
     generate) WHAT=decode,gentests,hfdecode ;;
-    rest) WHAT=tests,finetune,pipeline,eval,verify ;;
-    all) WHAT=decode,gentests,hfdecode,tests,finetune,pipeline,eval,verify,cpu ;;
+    rest) WHAT=tests,realworld,finetune,pipeline,eval,verify ;;
+    all) WHAT=decode,gentests,hfdecode,tests,realworld,finetune,pipeline,eval,verify,cpu ;;
 esac
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.."
@@ -76,9 +77,17 @@ fi
 
 if want tests; then
     echo "== GPU tests"
-    # GPU_TESTS picks test files (default: all but the decode tests), GPU_TESTS_TIMEOUT the limit.
-    timeout "${GPU_TESTS_TIMEOUT:-470}" "$PY" -m pytest ${GPU_TESTS:-tests/gpu --ignore=tests/gpu/test_gpu_generate.py} \
+    # GPU_TESTS picks test files (default: all but the decode and real-world tests),
+    # GPU_TESTS_TIMEOUT the limit.
+    timeout "${GPU_TESTS_TIMEOUT:-470}" "$PY" -m pytest \
+        ${GPU_TESTS:-tests/gpu --ignore=tests/gpu/test_gpu_generate.py --ignore=tests/gpu/test_gpu_realworld.py} \
         -v -s -p no:cacheprovider --timeout 300 --durations=10 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
+fi
+
+if want realworld; then
+    echo "== the real-world corpus on the GPU"
+    timeout "${REALWORLD_TIMEOUT:-470}" "$PY" -m pytest tests/gpu/test_gpu_realworld.py \
+        -v -s -p no:cacheprovider --timeout 300 2>&1 | tee "$OUT/gpu-realworld.log" | tail -40
 fi
 
 if want attacks; then
