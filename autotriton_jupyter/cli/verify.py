@@ -78,6 +78,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
             tuned = _tune(args, cand, report, remote_judge, progress)
     else:
+        from ..verify import prestart
+
+        prestart.launch(options.sandbox)  # its start overlaps the judge's imports (torch)
         from ..verify import Verifier
 
         with Verifier(options, on_event=progress) as v:

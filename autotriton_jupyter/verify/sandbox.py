@@ -22,8 +22,6 @@ import os
 import select
 import signal
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -33,6 +31,7 @@ from . import bwrap, wire
 from .bwrap import SandboxUnavailable
 from .cgroups import Limits
 from .gpulock import GpuLock, lock_path
+from .prestart import Launched, discard, scratch_dir, take
 
 __all__ = ["GpuLock", "Pool", "SandboxUnavailable", "Worker", "WorkerFailure"]
 
@@ -337,23 +336,12 @@ class Worker:
             limits.remove(name)
 
 
-# The workers' environment, fixed when the fork server starts:
-# - glibc fills fresh heap allocations with a pattern, and large ones stay on the heap,
-#   so CPU outputs a kernel never wrote hold garbage rather than lucky zeros;
-# - torch.compile (the reference's timing baseline) compiles in-process, since a
-#   worker may not start a pool of compile processes.
-_WORKER_ENV = {
-    "MALLOC_PERTURB_": "165",
-    "MALLOC_MMAP_THRESHOLD_": str(32 * 1024 * 1024),
-    "TORCHINDUCTOR_COMPILE_THREADS": "1",
-    "PYTHONDONTWRITEBYTECODE": "1",
-}
-
-
 class _Server:
     """The judge's handle on one fork server process (inside the sandbox, or not)."""
 
-    def __init__(self, workdir: Path, sandboxed: bool, start_timeout: float) -> None:
+    def __init__(
+        self, workdir: Path, sandboxed: bool, start_timeout: float, launched: Launched | None = None
+    ) -> None:
         self.workdir = workdir
         self.sandboxed = sandboxed
         self.alive = False
@@ -364,57 +352,15 @@ class _Server:
         self._cond = threading.Condition()
         self._popen: subprocess.Popen | None = None
         self._log = workdir / "forkserver.log"
-        self._start(start_timeout)
+        self._start(start_timeout, launched)
 
-    def _argv(self, fd: int) -> list[str]:
-        ids = bwrap.worker_ids() if self.sandboxed else None
-        argv = [
-            sys.executable, "-m", "autotriton_jupyter.verify.forkserver", str(fd),
-            "confined" if self.sandboxed else "plain",
-            f"{ids[0]}:{ids[1]}" if ids else "",
-        ]
-        if not self.sandboxed:
-            return argv
-        exe = bwrap.executable()
-        etc = self.workdir / "etc"
-        bwrap.write_etc(etc, os.getuid(), os.getgid())
-        return bwrap.command(exe or "bwrap", etc, argv)
-
-    def _start(self, timeout: float) -> None:
-        ours, theirs = wire.Channel.pair()
-        env = bwrap.worker_environment({**_WORKER_ENV, "PYTHONPATH": bwrap.python_path()})
-        argv = self._argv(theirs.fileno())
-        started = threading.Event()
-        failure: list[BaseException] = []
-
-        # bwrap dies with the thread that started it (PR_SET_PDEATHSIG), so a thread that
-        # lives as long as the server starts it and then waits for it.
-        def keeper() -> None:
-            try:
-                with open(self._log, "ab") as log:
-                    self._popen = subprocess.Popen(
-                        argv,
-                        stdin=subprocess.DEVNULL,
-                        stdout=log,
-                        stderr=log,
-                        pass_fds=(theirs.fileno(),),
-                        env=env,
-                        cwd="/",
-                        start_new_session=True,
-                    )
-            except BaseException as e:
-                failure.append(e)
-                started.set()
-                return
-            started.set()
-            self._popen.wait()
-
-        self._keeper = threading.Thread(target=keeper, name="autotriton-forkserver", daemon=True)
-        self._keeper.start()
-        started.wait()
-        theirs.close()
-        if failure:
-            raise SandboxUnavailable(f"The verifier's fork server could not start: {failure[0]}")
+    def _start(self, timeout: float, launched: Launched | None) -> None:
+        """Read the handshake of a fork server started by prestart.py: one started early for
+        this pool (`launched`), or started now."""
+        launched = launched or Launched(self.workdir, self.sandboxed)
+        self._popen = launched.popen
+        self._keeper = launched.keeper
+        ours = wire.Channel(launched.sock)
         self._ctl = ours
         if not ours.poll(timeout):
             self.stop()
@@ -549,8 +495,10 @@ class Pool:
         if sandbox:
             bwrap.check(bwrap.executable())
         self.lock = GpuLock(lock_path(device) if device == "cuda" else None)
-        self._dir = tempfile.TemporaryDirectory(prefix="autotriton-verify-")
-        os.chmod(self._dir.name, 0o700)
+        # A fork server started before torch was imported (prestart.launch), with its folder.
+        early = take(sandbox)
+        self._dir = early[0] if early else scratch_dir()
+        self._early: Launched | None = early[1] if early else None
         self._spare: list[Worker] = []
         self._live: set[Worker] = set()
         self._count = 0
@@ -582,7 +530,8 @@ class Pool:
                 if self._server is not None:
                     self._server.stop()
                     self.restarts += 1
-                self._server = _Server(self.workdir, self.sandboxed, self.start_timeout)
+                launched, self._early = self._early, None
+                self._server = _Server(self.workdir, self.sandboxed, self.start_timeout, launched)
             return self._server
 
     def _limits(self) -> dict[str, int]:
@@ -680,6 +629,9 @@ class Pool:
         with self._server_lock:
             if self._server is not None:
                 self._server.stop()
+            if self._early is not None:  # started early, never used
+                discard(self._early)
+                self._early = None
         if self.limits is not None:
             self.limits.close()
         self.lock.close()

@@ -305,6 +305,9 @@ def _peer_uid(conn: socket.socket) -> int:
 
 class _Service:
     def __init__(self, options: VerifyOptions, idle_s: float) -> None:
+        from . import prestart
+
+        prestart.launch(options.sandbox)  # its start overlaps the judge's imports (torch)
         from .judge import Verifier
 
         self.options = options

@@ -1,0 +1,157 @@
+"""The verifier's fork server process, started without importing torch.
+
+A one-shot `autotriton verify` imports torch (seconds) before its Verifier starts the fork
+server, which then imports torch again inside the sandbox (seconds more). `launch()`
+starts the fork server first, so the two imports overlap; the Pool the command builds
+next takes it (`take()`). sandbox.py starts its fork servers through `Launched` too, so
+an early one is the same process, with the same sandbox, as a late one. Nothing here
+imports torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from . import bwrap
+from .bwrap import SandboxUnavailable
+
+# The workers' environment, fixed when the fork server starts:
+# - glibc fills fresh heap allocations with a pattern, and large ones stay on the heap,
+#   so CPU outputs a kernel never wrote hold garbage rather than lucky zeros;
+# - torch.compile (the reference's timing baseline) compiles in-process, since a
+#   worker may not start a pool of compile processes.
+WORKER_ENV = {
+    "MALLOC_PERTURB_": "165",
+    "MALLOC_MMAP_THRESHOLD_": str(32 * 1024 * 1024),
+    "TORCHINDUCTOR_COMPILE_THREADS": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
+
+
+def scratch_dir() -> tempfile.TemporaryDirectory:
+    """A pool's own folder (the fork server's log and the sandbox's /etc files), private."""
+    d = tempfile.TemporaryDirectory(prefix="autotriton-verify-")
+    os.chmod(d.name, 0o700)
+    return d
+
+
+class Launched:
+    """A fork server process started in `workdir`, its handshake not read yet (sandbox.py's
+    _Server reads it). `sock` is the judge's end of its control socket."""
+
+    def __init__(self, workdir: Path, sandboxed: bool) -> None:
+        self.workdir = workdir
+        self.sandboxed = sandboxed
+        self.log = workdir / "forkserver.log"
+        self.popen: subprocess.Popen | None = None
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            argv = self._argv(theirs.fileno())
+            env = bwrap.worker_environment({**WORKER_ENV, "PYTHONPATH": bwrap.python_path()})
+        except BaseException:
+            ours.close()
+            theirs.close()
+            raise
+        started = threading.Event()
+        failure: list[BaseException] = []
+
+        # bwrap dies with the thread that started it (PR_SET_PDEATHSIG), so a thread that
+        # lives as long as the server starts it and then waits for it.
+        def keeper() -> None:
+            try:
+                with open(self.log, "ab") as log:
+                    self.popen = subprocess.Popen(
+                        argv,
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=log,
+                        pass_fds=(theirs.fileno(),),
+                        env=env,
+                        cwd="/",
+                        start_new_session=True,
+                    )
+            except BaseException as e:
+                failure.append(e)
+                started.set()
+                return
+            started.set()
+            self.popen.wait()
+
+        self.keeper = threading.Thread(target=keeper, name="autotriton-forkserver", daemon=True)
+        self.keeper.start()
+        started.wait()
+        theirs.close()
+        if failure:
+            ours.close()
+            raise SandboxUnavailable(f"The verifier's fork server could not start: {failure[0]}")
+        self.sock = ours
+
+    def _argv(self, fd: int) -> list[str]:
+        ids = bwrap.worker_ids() if self.sandboxed else None
+        argv = [
+            sys.executable, "-m", "autotriton_jupyter.verify.forkserver", str(fd),
+            "confined" if self.sandboxed else "plain",
+            f"{ids[0]}:{ids[1]}" if ids else "",
+        ]
+        if not self.sandboxed:
+            return argv
+        etc = self.workdir / "etc"
+        bwrap.write_etc(etc, os.getuid(), os.getgid())
+        return bwrap.command(bwrap.executable() or "bwrap", etc, argv)
+
+
+_lock = threading.Lock()
+_early: tuple[tempfile.TemporaryDirectory, Launched] | None = None
+
+
+def launch(sandboxed: bool) -> None:
+    """Start a fork server now, for the next Pool this process makes with the same sandbox
+    setting. Anything that goes wrong is left for that Pool's own start to report."""
+    global _early
+    with _lock:
+        if _early is not None:
+            return
+        d = scratch_dir()
+        try:
+            if sandboxed:
+                bwrap.check(bwrap.executable())
+            _early = (d, Launched(Path(d.name), sandboxed))
+        except Exception:
+            d.cleanup()
+
+
+def take(sandboxed: bool) -> tuple[tempfile.TemporaryDirectory, Launched] | None:
+    """The fork server `launch()` started (and its folder), if its sandbox setting is this one;
+    one started for the other setting is ended."""
+    global _early
+    with _lock:
+        got, _early = _early, None
+    if got is None:
+        return None
+    if got[1].sandboxed != sandboxed:
+        discard(got[1], got[0])
+        return None
+    return got
+
+
+def discard(launched: Launched, folder: tempfile.TemporaryDirectory | None = None) -> None:
+    """End a launched fork server nobody used (and remove its folder, when given)."""
+    p = launched.popen
+    launched.sock.close()  # the server ends when its control socket closes
+    if p is not None and p.poll() is None:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            p.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(10)
+    if folder is not None:
+        folder.cleanup()

@@ -1,0 +1,111 @@
+"""A fork server started before torch is imported (verify/prestart.py) is the one the next
+Verifier uses, sandboxed as before; one nobody uses ends with its folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from autotriton_jupyter.task import Candidate, Task
+from autotriton_jupyter.verify import Verifier, VerifyOptions, prestart
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.skipif(
+    sys.platform != "linux", reason="the sandbox is Linux namespaces and bubblewrap"
+)
+
+
+@pytest.fixture(autouse=True)
+def _nothing_held():
+    yield
+    got = prestart.take(True) or prestart.take(False)
+    if got is not None:
+        prestart.discard(got[1], got[0])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return not Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+
+
+def test_a_verifier_uses_the_fork_server_started_early(corpus):
+    prestart.launch(True)
+    folder, launched = prestart._early
+    pid = launched.popen.pid
+    task = Task.from_file(corpus / "add_relu" / "task.py")
+    honest = Candidate.from_file(corpus / "add_relu" / "pass_masked.py")
+    with Verifier(VerifyOptions(device="cpu", seed=3, timeout=60, timing=False, parallel=1)) as v:
+        assert prestart._early is None  # taken
+        assert v.pool.workdir == Path(folder.name)
+        r = v.verify(task, honest)
+        assert r.verdict == "pass", r.reasons
+        assert r.sandboxed
+        assert v.pool._server._popen.pid == pid  # no second fork server was started
+        assert v.pool.restarts == 0
+    assert not Path(folder.name).exists()
+    launched.popen.wait(10)
+
+
+def test_a_setting_that_differs_ends_the_early_one(corpus):
+    prestart.launch(True)
+    folder, launched = prestart._early
+    assert prestart.take(False) is None  # --no-sandbox asked for: not this one
+    launched.popen.wait(10)
+    assert not _alive(launched.popen.pid) and not Path(folder.name).exists()
+
+
+def test_an_early_server_a_pool_never_used_ends_with_the_pool():
+    prestart.launch(True)
+    folder, launched = prestart._early
+    v = Verifier(VerifyOptions(device="cpu", timeout=60, timing=False, parallel=1))
+    v.close()  # closed before any worker was asked for
+    launched.popen.wait(10)
+    assert not Path(folder.name).exists()
+
+
+def test_a_launch_that_cannot_start_leaves_the_pool_to_say_why(monkeypatch, tmp_path):
+    monkeypatch.setenv("AUTOTRITON_BWRAP", str(tmp_path / "no-such-bwrap"))
+    before = set(os.listdir(os.environ.get("TMPDIR", "/tmp")))
+    prestart.launch(True)
+    assert prestart._early is None
+    assert {n for n in set(os.listdir(os.environ.get("TMPDIR", "/tmp"))) - before
+            if n.startswith("autotriton-verify-")} == set()  # its folder was removed
+    from autotriton_jupyter.verify.bwrap import SandboxUnavailable
+
+    with pytest.raises(SandboxUnavailable, match="bwrap"):
+        Verifier(VerifyOptions(device="cpu", timeout=60, timing=False, parallel=1))
+
+
+def test_the_cli_starts_it_before_importing_torch(tmp_path):
+    """`autotriton verify` without a service: the fork server is launched while torch is
+    not imported yet (so their starts overlap), and the verdict is the usual one."""
+    probe = textwrap.dedent(
+        f"""
+        import sys
+        from autotriton_jupyter.verify import prestart
+        real = prestart.launch
+        def launch(sandboxed):
+            print("torch imported at launch:", "torch" in sys.modules, file=sys.stderr)
+            real(sandboxed)
+        prestart.launch = launch
+        from autotriton_jupyter.cli import main
+        sys.exit(main(["verify", "{ROOT}/examples/tasks/add_relu.py",
+                       "{ROOT}/examples/candidates/add_relu/pass_masked.py",
+                       "--local", "--no-timing", "-q"]))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "AUTOTRITON_CACHE": str(tmp_path)},
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "torch imported at launch: False" in out.stderr
