@@ -158,6 +158,52 @@ def _parts(sizes: list[int], limit: int) -> list[list[int]]:
     return groups
 
 
+def _plan(ref: Reference) -> list[dict]:
+    """The runs every candidate of a task gets: each input set in its own slot, the repeat
+    and refill runs, then the late calls (their number drawn anew for each candidate)."""
+    n = len(ref.sets)
+    inits = [x["label"] for x in ref.sets if "init" in x]
+    plan = [
+        {
+            "set": i,
+            "slot": i,
+            "kind": "judge-made" if _made_by_judge(s["label"]) else "fresh",
+            **({"model": 1 + inits.index(s["label"])} if "init" in s else {}),
+        }
+        for i, s in enumerate(ref.sets)
+    ]
+    plan.append({"set": 0, "slot": 0, "kind": "repeat"})
+    if len(ref.own_shape) > 1:  # new values into slot 0's buffers: same shapes
+        plan.append({"set": ref.own_shape[1], "slot": 0, "kind": "refill"})
+    fresh = [i for i, s in enumerate(ref.sets) if s["label"].startswith("fresh-")]
+    late = fresh[-1] if fresh else n - 1
+    plan.append({"set": late, "slot": late, "kind": "late", "extra_calls": _late_calls()})
+    return plan
+
+
+def _plan_parts(ref: Reference, plan: list[dict], device: str) -> list[list[int]]:
+    """The plan's runs grouped into messages: on a GPU as many as fit PART_BYTES of inputs
+    and outputs, on the CPU one each (the interpreter takes seconds a call: progress shows);
+    the late calls last, on their own."""
+    cost = [
+        _nbytes(ref.sets[p["set"]]["outputs"]) + _nbytes(ref.sets[p["set"]]["inputs"])
+        for p in plan
+    ]
+    return _parts(cost[:-1], PART_BYTES if device == "cuda" else 0) + [[len(plan) - 1]]
+
+
+def _set_ranges(plan: list[dict], parts: list[list[int]]) -> list[tuple[int, int]]:
+    """The input sets each part sends first (first, end), in order: those it uses that no
+    earlier part sent."""
+    ranges, sent = [], 0
+    for part in parts:
+        upto = max(plan[i]["set"] for i in part) + 1
+        if upto > sent:
+            ranges.append((sent, upto))
+            sent = upto
+    return ranges
+
+
 def _run_label(ref: Reference, p: dict) -> str:
     if p["kind"] == "late":
         return f"{p['extra_calls'] + 1} calls in a row"
@@ -482,25 +528,7 @@ class Verifier(ReferencePrep, TimedChecks):
                 )
             else:
                 r.add("own_forward", PASS)
-            n = len(ref.sets)
-            plan = [
-                {
-                    "set": i,
-                    "slot": i,
-                    "kind": "judge-made" if _made_by_judge(s["label"]) else "fresh",
-                    **({"model": 1 + [x["label"] for x in ref.sets if "init" in x].index(s["label"])}
-                       if "init" in s else {}),
-                }
-                for i, s in enumerate(ref.sets)
-            ]
-            plan.append({"set": 0, "slot": 0, "kind": "repeat"})
-            if len(ref.own_shape) > 1:  # new values into slot 0's buffers: same shapes
-                plan.append({"set": ref.own_shape[1], "slot": 0, "kind": "refill"})
-            fresh = [i for i, s in enumerate(ref.sets) if s["label"].startswith("fresh-")]
-            late = fresh[-1] if fresh else n - 1
-            plan.append(
-                {"set": late, "slot": late, "kind": "late", "extra_calls": _late_calls()}
-            )
+            plan = _plan(ref)
             ran = self._run_plan(ref, w, plan, r)
             took("runs")
             self._tampering(loaded["tampered"] + ran["tampered"], r)
@@ -588,6 +616,22 @@ class Verifier(ReferencePrep, TimedChecks):
             self._timing(ref, rt, timed, wants, r, checks)
         took("timing_compare")
 
+    def _seal_ahead(self, ref: Reference) -> None:
+        """Encode the input-set messages every candidate of this reference will be sent, in
+        the background (a second or two for a GPU-sized task), while its first candidates
+        start their workers and load."""
+        plan = _plan(ref)
+        ranges = _set_ranges(plan, _plan_parts(ref, plan, self.device))
+
+        def seal() -> None:
+            for first, end in ranges:
+                try:
+                    ref.input_sets(first, end)
+                except OSError:  # no memory for it now: the candidate that needs it says so
+                    return
+
+        threading.Thread(target=seal, name="autotriton-seal-sets", daemon=True).start()
+
     def _run_plan(self, ref: Reference, w: Worker, plan: list[dict], r: Report) -> dict[str, Any]:
         """Run the plan in the candidate's worker, in parts when inputs and outputs are large.
 
@@ -596,17 +640,12 @@ class Verifier(ReferencePrep, TimedChecks):
         """
         o, name = self.options, r.candidate
         spent = {"runs_add_sets": 0.0, "runs_in_worker": 0.0, "runs_messages": 0.0, "runs_compare": 0.0}
-        cost = [
-            _nbytes(ref.sets[p["set"]]["outputs"]) + _nbytes(ref.sets[p["set"]]["inputs"])
-            for p in plan
-        ]
         runs: list[dict] = []
         tampered: list[str] = []
         sent = 0
-        # On the CPU (the interpreter: seconds a call) one run per message, so progress shows.
         # The late calls go last, on their own: a candidate already wrong on an input set
         # the task draws has its verdict, and is not kept for hundreds of calls more.
-        parts = _parts(cost[:-1], PART_BYTES if self.device == "cuda" else 0) + [[len(plan) - 1]]
+        parts = _plan_parts(ref, plan, self.device)
         stopped = False
         compared: dict[int, Comparison] = {}  # fresh runs, compared once, as their part returns
         checked = 0

@@ -186,6 +186,9 @@ class ReferencePrep:
     _refs: dict[str, Reference]
     _refs_lock: threading.Lock
 
+    def _seal_ahead(self, ref: Reference) -> None:
+        """Encode the input sets' messages ahead of the first candidate (judge.py does)."""
+
     def prepare(self, task: Task, hold: bool = False) -> Reference:
         """Run the reference once for this task: parameters, fresh input sets, outputs.
 
@@ -204,6 +207,7 @@ class ReferencePrep:
                 ref = None
             if ref is None:
                 ref = self._prepare(task)
+                self._seal_ahead(ref)
             self._refs[key] = ref  # most recent last
             while len(self._refs) > MAX_REFERENCES:
                 oldest = self._refs.pop(next(iter(self._refs)))
