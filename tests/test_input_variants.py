@@ -102,3 +102,58 @@ def test_a_plain_set_is_the_task_own_inputs():
     got = drawn("cpu", 5, "none")
     for x, y in zip(base, got):
         assert torch.equal(x, y) if isinstance(x, torch.Tensor) else x == y
+
+
+TASK = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, idx):
+        x.add_(1.0)  # changes its inputs in place
+        return x[idx.clamp(0, x.shape[0] - 1)]
+
+
+def get_inputs():
+    return [torch.randn(16, 8), torch.randint(0, 16, (5,))]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def _reference_worker(tmp_path) -> worker.WorkerState:
+    w = worker.WorkerState("cpu", str(tmp_path), 0.0)
+    w.op_load_reference({"source": TASK, "seed": 1})
+    return w
+
+
+def test_a_variant_that_cannot_be_made_is_left_out_not_the_task(tmp_path, monkeypatch):
+    w = _reference_worker(tmp_path)
+    real = worker._made
+
+    def made(inputs, variant, gen, dev):
+        if variant == "zeros":
+            raise TypeError("no zeros for this dtype")
+        return real(inputs, variant, gen, dev)
+
+    monkeypatch.setattr(worker, "_made", made)
+    specs = [{"label": "fresh-1", "seed": 1, "variant": "none"},
+             {"label": "zeros", "seed": 2, "variant": "zeros"},
+             {"label": "tiny", "seed": 3, "variant": "tiny"}]
+    got = w.op_trials({"sets": specs})["sets"]
+    assert [s["label"] for s in got] == ["fresh-1", "zeros", "tiny"]
+    assert "no zeros for this dtype" in got[1]["skipped"] and "outputs" in got[2]
+
+
+def test_the_cpu_check_of_an_index_set_runs_on_copies(tmp_path):
+    """The CPU trial run before a signed integer set goes to the GPU must not change the set
+    (this reference adds 1 to its input in place)."""
+    w = _reference_worker(tmp_path)
+    torch.manual_seed(0)
+    x, idx = torch.randn(16, 8), torch.randint(0, 16, (5,))
+    keep = x.clone()
+    assert w._fails_on_cpu([x, idx]) is None
+    assert torch.equal(x, keep)

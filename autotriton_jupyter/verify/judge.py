@@ -119,18 +119,21 @@ def _late_calls() -> int:
     return int(48 * (12.5 ** (secrets.randbelow(1 << 20) / (1 << 20))))
 
 
-def _start_cuda() -> None:
+def _start_cuda(lock: Any) -> None:
     """Create this process's CUDA context now rather than at the first comparison, and
     run one comparison that passes and one that fails: the first comparison of a process
-    paid about 4 s on the H100 machine (its kernels loaded on first use), the next 0.2 s."""
+    paid about 4 s on the H100 machine (its kernels loaded on first use), the next 0.2 s.
+    Fixed values (no random draw: the process may be the user's, seeded), and under the
+    GPU's shared lock, as every comparison is (no other process is being timed)."""
     import torch
 
     with contextlib.suppress(Exception):  # a comparison would fall back to the CPU
         torch.empty(1, device="cuda")
-        x = torch.randn(1 << 20)
-        for y in (x, x + 1):
-            compare(y, x, 1e-2, 1e-2, device="cuda")
-            compare(y, x, 1e-2, 1e-2, quick=True, device="cuda")
+        x = torch.linspace(-4.0, 4.0, 1 << 20)
+        with lock.shared():
+            for y in (x, x + 1):
+                compare(y, x, 1e-2, 1e-2, device="cuda")
+                compare(y, x, 1e-2, 1e-2, quick=True, device="cuda")
 
 
 def _release_cuda_cache() -> None:
@@ -270,7 +273,10 @@ class Verifier(ReferencePrep, TimedChecks):
         self._refs_lock = threading.Lock()
         self._owns_pool = True
         if self.device == "cuda":  # the judge compares outputs on the GPU: its CUDA start, meanwhile
-            threading.Thread(target=_start_cuda, name="autotriton-judge-cuda", daemon=True).start()
+            self._cuda_start = threading.Thread(
+                target=_start_cuda, args=(self.pool.lock,), name="autotriton-judge-cuda", daemon=True
+            )
+            self._cuda_start.start()
 
     def pool_alive(self) -> bool:
         """False once close() was called on the verifier that owns the workers."""
@@ -311,6 +317,9 @@ class Verifier(ReferencePrep, TimedChecks):
     def close(self) -> None:
         """Kill all workers (the reference ones too); a view() closes nothing."""
         if self._owns_pool:
+            start = getattr(self, "_cuda_start", None)
+            if start is not None:  # a process that exits inside CUDA's start can crash
+                start.join(30)
             self.pool.close()
 
     # candidates ------------------------------------------------------------------------

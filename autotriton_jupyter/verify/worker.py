@@ -303,9 +303,11 @@ class WorkerState:
         dev = torch.device(self.device)
         try:
             return _made(inputs, variant, torch.Generator(device=dev).manual_seed(seed + 1), dev)
-        except torch.cuda.OutOfMemoryError:
-            torch.cuda.empty_cache()
-            return _made(inputs, variant, gen, torch.device("cpu"))
+        except Exception:  # out of its memory, say: made on the CPU, as before
+            pass
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()  # the failed attempt's blocks (its traceback is gone now)
+        return _made(inputs, variant, gen, torch.device("cpu"))
 
     def op_trials(self, msg: dict) -> dict:
         results = []
@@ -316,6 +318,11 @@ class WorkerState:
                 inputs = self._draw(spec["seed"], spec["variant"], spec.get("shapes"))
             except ShapeError as e:
                 raise WorkerError(f"Input set '{spec['label']}': {e}") from e
+            except Exception as e:
+                if spec["variant"] != "none":  # a variant its inputs' dtypes do not allow: left out
+                    results.append({"label": spec["label"], "skipped": _describe(e)})
+                    continue
+                raise WorkerError(f"get_inputs() raised {_describe(e)}") from e
             except BaseException as e:
                 raise WorkerError(f"get_inputs() raised {_describe(e)}") from e
             # The judge's copy (a device tensor's .cpu() is one already).
@@ -370,6 +377,8 @@ class WorkerState:
             results.append(
                 {"label": spec["label"], "inputs": sent, "outputs": out, "finite": finite}
             )
+        if self.device == "cuda":
+            torch.cuda.empty_cache()  # the variants' temporaries: this worker lives on
         return {"sets": results, "seconds": spent}
 
     def _init_variant(self, init: list[Any]) -> Any:
@@ -388,7 +397,10 @@ class WorkerState:
             self._cpu_model = copy.deepcopy(self.model).cpu()
         try:
             with torch.no_grad():
-                self._cpu_model(*[x.cpu() if isinstance(x, torch.Tensor) else x for x in inputs])
+                # Copies: a reference that changes its inputs must not change the kept set.
+                self._cpu_model(
+                    *[x.to("cpu", copy=True) if isinstance(x, torch.Tensor) else x for x in inputs]
+                )
         except BaseException as e:
             return _describe(e)
         return None
