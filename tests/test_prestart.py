@@ -72,30 +72,55 @@ def test_an_early_server_a_pool_never_used_ends_with_the_pool():
     assert not Path(folder.name).exists()
 
 
-def test_a_launch_that_cannot_start_leaves_the_pool_to_say_why(monkeypatch, tmp_path):
+def test_a_launch_that_cannot_start_leaves_nothing_behind(monkeypatch, tmp_path):
     monkeypatch.setenv("AUTOTRITON_BWRAP", str(tmp_path / "no-such-bwrap"))
-    before = set(os.listdir(os.environ.get("TMPDIR", "/tmp")))
+    made = []
+    real = prestart.scratch_dir
+    monkeypatch.setattr(prestart, "scratch_dir", lambda: made.append(real()) or made[-1])
     prestart.launch(True)
     assert prestart._early is None
-    assert {n for n in set(os.listdir(os.environ.get("TMPDIR", "/tmp"))) - before
-            if n.startswith("autotriton-verify-")} == set()  # its folder was removed
-    from autotriton_jupyter.verify.bwrap import SandboxUnavailable
+    assert len(made) == 1 and not Path(made[0].name).exists()  # its folder was removed
 
-    with pytest.raises(SandboxUnavailable, match="bwrap"):
-        Verifier(VerifyOptions(device="cpu", timeout=60, timing=False, parallel=1))
+
+def test_a_server_whose_sandbox_would_now_differ_is_not_used(monkeypatch):
+    """Its workers would get an environment (or device files) from before: a variable
+    set after the launch must reach the workers of the server the Verifier uses."""
+    prestart.launch(True)
+    folder, launched = prestart._early
+    monkeypatch.setenv("TRITON_PRESTART_MARK", "1")
+    assert prestart.take(True) is None
+    launched.popen.wait(10)
+    assert not Path(folder.name).exists()
+
+
+def test_a_verifier_that_cannot_be_built_leaves_no_server(capsys):
+    from autotriton_jupyter.cli import main
+
+    code = main(["verify", str(ROOT / "examples/tasks/add_relu.py"),
+                 str(ROOT / "examples/candidates/add_relu/pass_masked.py"),
+                 "--local", "--device", "cuda", "-q"])
+    assert code != 0 and "cuda" in capsys.readouterr().err.lower()
+    assert prestart._early is None
 
 
 def test_the_cli_starts_it_before_importing_torch(tmp_path):
     """`autotriton verify` without a service: the fork server is launched while torch is
-    not imported yet (so their starts overlap), and the verdict is the usual one."""
+    not imported yet (so their starts overlap), its Verifier's pool takes it, and the
+    verdict is the usual one."""
     probe = textwrap.dedent(
         f"""
         import sys
         from autotriton_jupyter.verify import prestart
-        real = prestart.launch
+        real, real_take = prestart.launch, prestart.take
+        def take(sandboxed):
+            got = real_take(sandboxed)
+            print("taken by the pool:", got is not None, file=sys.stderr)
+            return got
         def launch(sandboxed):
             print("torch imported at launch:", "torch" in sys.modules, file=sys.stderr)
             real(sandboxed)
+            import autotriton_jupyter.verify.sandbox as sandbox  # imports torch: after
+            sandbox.take = take
         prestart.launch = launch
         from autotriton_jupyter.cli import main
         sys.exit(main(["verify", "{ROOT}/examples/tasks/add_relu.py",
@@ -109,3 +134,4 @@ def test_the_cli_starts_it_before_importing_torch(tmp_path):
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "torch imported at launch: False" in out.stderr
+    assert "taken by the pool: True" in out.stderr

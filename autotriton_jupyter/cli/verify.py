@@ -81,12 +81,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
         from ..verify import prestart
 
         prestart.launch(options.sandbox)  # its start overlaps the judge's imports (torch)
-        from ..verify import Verifier
+        try:
+            from ..verify import Verifier
 
-        with Verifier(options, on_event=progress) as v:
-            report = v.verify(task, cand)
-            if args.tune:
-                tuned = _tune(args, cand, report, lambda cands: v.verify_many(task, cands), progress)
+            with Verifier(options, on_event=progress) as v:
+                report = v.verify(task, cand)
+                if args.tune:
+                    tuned = _tune(args, cand, report, lambda cands: v.verify_many(task, cands), progress)
+        finally:
+            prestart.drop()  # one its Verifier did not take (it could not be built)
     if args.json:
         got = json.loads(report.to_json())
         if tuned is not None:

@@ -74,6 +74,11 @@ def _root_only(top: str = "/etc") -> tuple[list[str], list[str]]:
     return files, folders
 
 
+def device_nodes() -> list[str]:
+    """The GPU device files a sandbox binds (some appear only once a process starts CUDA)."""
+    return sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri"))
+
+
 def worker_environment(extra: dict[str, str]) -> dict[str, str]:
     """The environment the fork server and its workers start with."""
     env = {
@@ -139,7 +144,7 @@ def command(bwrap: str, etc_dir: Path, argv: list[str]) -> list[str]:
         "--proc", "/proc",
         "--dev", "/dev",
     ]
-    for dev in sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri")):
+    for dev in device_nodes():
         cmd += ["--dev-bind", dev, dev]
     for root in _hidden_roots():
         cmd += ["--tmpfs", root]

@@ -52,10 +52,13 @@ class Launched:
         self.sandboxed = sandboxed
         self.log = workdir / "forkserver.log"
         self.popen: subprocess.Popen | None = None
+        # What the server's sandbox was made of: a server started early is used only if
+        # they are still what a server started now would get (take()).
+        self.made_of = _made_of()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             argv = self._argv(theirs.fileno())
-            env = bwrap.worker_environment({**WORKER_ENV, "PYTHONPATH": bwrap.python_path()})
+            env = self.made_of[0]
         except BaseException:
             ours.close()
             theirs.close()
@@ -108,6 +111,12 @@ class Launched:
         return bwrap.command(bwrap.executable() or "bwrap", etc, argv)
 
 
+def _made_of() -> tuple[dict[str, str], list[str]]:
+    """The workers' environment, and the GPU device files their sandbox binds."""
+    env = bwrap.worker_environment({**WORKER_ENV, "PYTHONPATH": bwrap.python_path()})
+    return env, bwrap.device_nodes()
+
+
 _lock = threading.Lock()
 _early: tuple[tempfile.TemporaryDirectory, Launched] | None = None
 
@@ -119,13 +128,17 @@ def launch(sandboxed: bool) -> None:
     with _lock:
         if _early is not None:
             return
-        d = scratch_dir()
+        d = None
         try:
+            d = scratch_dir()
             if sandboxed:
                 bwrap.check(bwrap.executable())
             _early = (d, Launched(Path(d.name), sandboxed))
-        except Exception:
-            d.cleanup()
+        except BaseException:
+            if d is not None:
+                d.cleanup()
+            if not isinstance(sys.exc_info()[1], Exception):
+                raise  # Ctrl-C: after the folder is gone
 
 
 def take(sandboxed: bool) -> tuple[tempfile.TemporaryDirectory, Launched] | None:
@@ -136,10 +149,25 @@ def take(sandboxed: bool) -> tuple[tempfile.TemporaryDirectory, Launched] | None
         got, _early = _early, None
     if got is None:
         return None
-    if got[1].sandboxed != sandboxed:
+    if got[1].sandboxed != sandboxed or got[1].made_of != _made_of():
+        # Another setting, or what its sandbox was made of changed since (the environment,
+        # or device files CUDA's start created): a server started now is the right one.
         discard(got[1], got[0])
         return None
+    if got[1].popen is None or got[1].popen.poll() is not None:
+        discard(got[1], got[0])  # it ended already
+        return None
     return got
+
+
+def drop() -> None:
+    """End a fork server launch() started that no Pool took (the command is over, or its
+    Verifier could not be built)."""
+    global _early
+    with _lock:
+        got, _early = _early, None
+    if got is not None:
+        discard(got[1], got[0])
 
 
 def discard(launched: Launched, folder: tempfile.TemporaryDirectory | None = None) -> None:

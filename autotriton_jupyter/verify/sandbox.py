@@ -495,10 +495,6 @@ class Pool:
         if sandbox:
             bwrap.check(bwrap.executable())
         self.lock = GpuLock(lock_path(device) if device == "cuda" else None)
-        # A fork server started before torch was imported (prestart.launch), with its folder.
-        early = take(sandbox)
-        self._dir = early[0] if early else scratch_dir()
-        self._early: Launched | None = early[1] if early else None
         self._spare: list[Worker] = []
         self._live: set[Worker] = set()
         self._count = 0
@@ -513,6 +509,11 @@ class Pool:
         # the sandbox's /proc cannot be mounted again for each worker; GPU workers go
         # without one (their keeper adopts and ends what they leave behind).
         self.pid_namespace = device != "cuda"
+        # A fork server started before torch was imported (prestart.launch), with its folder:
+        # taken last, when nothing here can fail any more.
+        early = take(sandbox)
+        self._dir = early[0] if early else scratch_dir()
+        self._early: Launched | None = early[1] if early else None
 
     @property
     def workdir(self) -> Path:

@@ -308,11 +308,14 @@ class _Service:
         from . import prestart
 
         prestart.launch(options.sandbox)  # its start overlaps the judge's imports (torch)
-        from .judge import Verifier
+        try:
+            from .judge import Verifier
 
+            self.verifier = Verifier(options)
+        finally:
+            prestart.drop()  # one the Verifier did not take (it could not be built)
         self.options = options
         self.idle_s = idle_s
-        self.verifier = Verifier(options)
         self.ready = False
         self.active = 0
         self.last = time.monotonic()
