@@ -325,13 +325,6 @@ class WorkerState:
                 raise WorkerError(f"get_inputs() raised {_describe(e)}") from e
             except BaseException as e:
                 raise WorkerError(f"get_inputs() raised {_describe(e)}") from e
-            # The judge's copy (a device tensor's .cpu() is one already).
-            sent = [
-                (x.detach().clone() if x.device.type == "cpu" else x.detach().cpu())
-                if isinstance(x, torch.Tensor)
-                else x
-                for x in inputs
-            ]
             t1 = time.perf_counter()
             spent["draw"] += t1 - t0
             if self.device == "cuda" and spec["variant"] in ("signed", "extreme") and any(
@@ -344,6 +337,13 @@ class WorkerState:
                     results.append({"label": spec["label"], "skipped": why})
                     continue
             dev = _to_device(inputs, self.device)
+            # The judge's copy. On a GPU the kept set itself, copied from the device straight
+            # into the reply (nothing changes it: the forward gets copies); on the CPU, copies.
+            sent = (
+                dev
+                if self.device == "cuda"
+                else [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+            )
             model = self.model
             if "init" in spec:
                 try:
