@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from .model.generator import Cancel
@@ -68,3 +68,31 @@ def run_interruptibly(
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["result"], interrupted  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM only raise a flag inside; a KeyboardInterrupt follows on leaving.
+
+    For steps that break on an interrupt instead of unwinding: importing torch swallows
+    one, or aborts the process from C++ (no finally runs, scratch folders stay). Outside
+    the main thread, a plain block."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    asked = [False]
+    previous = {}
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda _s, _f: asked.__setitem__(0, True))
+    except (ValueError, OSError):  # not the main interpreter
+        pass
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                default = signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL
+                signal.signal(sig, handler if handler is not None else default)
+    if asked[0]:
+        raise KeyboardInterrupt

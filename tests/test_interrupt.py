@@ -59,3 +59,22 @@ def test_off_the_main_thread_it_runs_without_touching_signals():
     t.start()
     t.join(10)
     assert got["value"] == ("ok", False) and signal.getsignal(signal.SIGINT) is before
+
+
+def test_signals_held_defers_ctrl_c_and_sigterm_to_the_end_of_the_block():
+    import os
+    import signal
+
+    from autotriton_jupyter.interrupt import signals_held
+
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        steps = []
+        with pytest.raises(KeyboardInterrupt):
+            with signals_held():
+                os.kill(os.getpid(), sig)
+                steps.append("after the signal")  # the block runs on to its end
+        assert steps == ["after the signal"]
+        assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+    with signals_held():  # no signal: nothing raised
+        pass

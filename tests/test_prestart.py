@@ -135,3 +135,34 @@ def test_the_cli_starts_it_before_importing_torch(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert "torch imported at launch: False" in out.stderr
     assert "taken by the pool: True" in out.stderr
+
+
+def test_ctrl_c_while_torch_is_imported_ends_the_early_server(tmp_path):
+    """An interrupt that lands between the launch and the end of the judge's imports waits
+    for them, then unwinds: exit 130, the early server and its folder gone."""
+    probe = textwrap.dedent(
+        f"""
+        import os, signal, sys
+        from autotriton_jupyter.verify import prestart
+        real = prestart.launch
+        def launch(sandboxed):
+            real(sandboxed)
+            print("folder:", prestart._early[0].name, "pid:", prestart._early[1].popen.pid,
+                  file=sys.stderr, flush=True)
+            os.kill(os.getpid(), signal.SIGINT)  # as if Ctrl-C came during the imports
+        prestart.launch = launch
+        from autotriton_jupyter.cli import main
+        sys.exit(main(["verify", "{ROOT}/examples/tasks/add_relu.py",
+                       "{ROOT}/examples/candidates/add_relu/pass_masked.py",
+                       "--local", "--no-timing", "-q"]))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "AUTOTRITON_CACHE": str(tmp_path)},
+    )
+    assert out.returncode == 130, out.stderr[-2000:]
+    folder = out.stderr.split("folder: ")[1].split()[0]
+    pid = int(out.stderr.split("pid: ")[1].split()[0])
+    assert not Path(folder).exists()
+    assert not _alive(pid)

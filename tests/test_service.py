@@ -187,3 +187,50 @@ def test_tune_flags_imply_tune_and_the_verified_files_are_not_overwritten(tmp_pa
     same = cli(env, "verify", str(TASK), str(CANDS / "pass_masked.py"), "--tune", "--tuned-out",
                str(CANDS / "pass_masked.py"))
     assert same.returncode == 2 and "one of the files being verified" in same.stderr
+
+
+def test_sigterm_stops_the_service_as_verifier_stop_does(env):
+    started = cli(env, "verifier", "start", "--device", "cpu", "--idle", "5")
+    assert started.returncode == 0, started.stderr
+    pid = json.loads(cli(env, "verifier", "status", "--json").stdout)["pid"]
+    folder = service.socket_path().parent
+    assert service.socket_path().exists()
+    os.kill(pid, 15)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (service.socket_path().exists() or _running(pid)):
+        time.sleep(0.2)
+    assert not service.socket_path().exists()  # its socket and info file are gone
+    assert not any(p.name.startswith("verifier.") and p.suffix in (".sock", ".json") for p in folder.iterdir())
+    assert not _running(pid)
+    assert cli(env, "verifier", "status").returncode == 1
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+def test_ctrl_c_while_a_service_starts_stops_it(env):
+    import signal
+    import threading
+
+    from autotriton_jupyter.verify import VerifyOptions
+
+    started = []
+    real = subprocess.Popen
+
+    def popen(*a, **k):
+        started.append(real(*a, **k))
+        threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()  # Ctrl-C, a second in
+        return started[-1]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(service.subprocess, "Popen", popen)
+        with pytest.raises(KeyboardInterrupt):
+            service.start(VerifyOptions(device="cpu"), idle_s=300)
+    assert len(started) == 1 and started[0].poll() is not None  # the service it started ended
+    assert service.status() is None and not service.socket_path().exists()

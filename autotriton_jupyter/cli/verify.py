@@ -78,11 +78,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
             tuned = _tune(args, cand, report, remote_judge, progress)
     else:
+        from ..interrupt import signals_held
         from ..verify import prestart
 
-        prestart.launch(options.sandbox)  # its start overlaps the judge's imports (torch)
         try:
-            from ..verify import Verifier
+            with signals_held():  # an interrupt inside torch's import can abort the process
+                prestart.launch(options.sandbox)  # its start overlaps the judge's imports
+                from ..verify import Verifier
 
             with Verifier(options, on_event=progress) as v:
                 report = v.verify(task, cand)

@@ -258,6 +258,21 @@ def start(options: VerifyOptions, idle_s: float = IDLE_S, wait_s: float = 300.0,
             start_new_session=True,  # not ended by the terminal's Ctrl-C
             cwd="/",
         )
+    try:
+        return _await_start(proc, log, start_at, wait_s, on_event)
+    except BaseException:  # Ctrl-C, or it did not answer: a service nobody waits for goes
+        if proc.poll() is None:
+            proc.terminate()  # it stops as `verifier stop` stops it (SIGTERM)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        raise
+
+
+def _await_start(proc: subprocess.Popen, log: Path, start_at: int, wait_s: float,
+                 on_event: Callable[[str], None] | None) -> dict[str, Any]:
+    """The started service's status once it answers as ready (ServiceError if it ends)."""
     t0 = time.monotonic()
     told = False
     while time.monotonic() - t0 < wait_s:
@@ -445,13 +460,27 @@ class _Service:
 
 
 def main(argv: list[str]) -> int:
+    import signal
+
+    from ..interrupt import signals_held
+
     options = _options_from(json.loads(argv[1]))
     idle_s = float(argv[2]) if len(argv) > 2 else IDLE_S
+    service = None
     try:
-        service = _Service(options, idle_s)
+        with signals_held():  # a stop while torch is imported: after it, cleanly
+            service = _Service(options, idle_s)
     except TaskError as e:  # --device cuda without a GPU, say: one line for the client
         print(f"{_FAILED}{e}", file=sys.stderr, flush=True)
         return 2
+    except KeyboardInterrupt:  # stopped while starting
+        if service is not None:
+            service.verifier.close()
+        return 130
+    # SIGTERM and SIGHUP stop it as `verifier stop` does: verifies under way finish, and
+    # its socket, info file and workers go.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda _s, _f: service.stopping.set())
     service.serve()
     return 0
 
