@@ -103,3 +103,15 @@ def test_the_ranking_figure_decides_the_order():
     untimed = cand(2, None, None)
     untimed.report.timing = None
     assert sorted([untimed, a], key=rank_key) == [a, untimed]
+
+
+def test_the_correctness_line_says_how_many_input_sets_were_tried():
+    r = Report(candidate="c", task="t")
+    r.add("correctness", FAIL, "wrong")
+    detail = [{"set": "fresh-1", "kind": "fresh", "ok": False, "max_abs_err": 1.0, "max_rel_err": 1.0}]
+    r.correctness = {"input_sets": 9, "runs": 1, "atol": 0.01, "rtol": 0.01,
+                     "max_abs_err": 1.0, "max_rel_err": 1.0, "detail": detail}
+    assert "correctness: 1 run on 1 of 9 input sets," in format_text(r.finish())
+    r.correctness["detail"] = [dict(detail[0], set=f"s{k}", ok=True) for k in range(9)] + detail
+    r.correctness["runs"] = 10
+    assert "correctness: 10 runs on 9 input sets," in format_text(r)

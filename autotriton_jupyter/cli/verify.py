@@ -176,7 +176,7 @@ def cmd_verifier(args: argparse.Namespace) -> int:
         elif args.what == "stop":
             print(
                 "verifier service stopped (verifies under way were finished first)"
-                if service.stop()
+                if service.stop(on_event=_progress(getattr(args, "quiet", False)))
                 else "no verifier service is running"
             )
         else:

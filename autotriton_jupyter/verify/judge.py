@@ -209,7 +209,8 @@ def _set_ranges(plan: list[dict], parts: list[list[int]]) -> list[tuple[int, int
 
 def _run_label(ref: Reference, p: dict) -> str:
     if p["kind"] == "late":
-        return f"{p['extra_calls'] + 1} calls in a row"
+        # The number is at most what runs: the calls stop when their time is up.
+        return f"up to {p['extra_calls'] + 1} calls in a row"
     if p["kind"] in ("repeat", "refill"):
         return f"the {p['kind']} run"
     return f"input set {ref.sets[p['set']]['label']}"

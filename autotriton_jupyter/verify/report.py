@@ -175,8 +175,11 @@ def format_text(r: Report) -> str:
         lines.append(f"  {mark} {c.name}: {c.message}")
     c = r.correctness
     if c:
+        n = c.get("input_sets", 0)
+        tried = len({d.get("set") for d in c.get("detail") or [] if isinstance(d, dict)})
+        sets = f"{tried} of {n} input sets" if c.get("detail") and tried < n else f"{n} input sets"
         lines.append(
-            f"correctness: {c.get('runs', 0)} run{'s' if c.get('runs', 0) != 1 else ''} on {c.get('input_sets', 0)} input sets, "
+            f"correctness: {c.get('runs', 0)} run{'s' if c.get('runs', 0) != 1 else ''} on {sets}, "
             f"max abs err {c.get('max_abs_err', float('nan')):.3g}, "
             f"max rel err {c.get('max_rel_err', float('nan')):.3g} "
             f"(atol {c.get('atol')}, rtol {c.get('rtol')})"

@@ -296,9 +296,10 @@ def _await_start(proc: subprocess.Popen, log: Path, start_at: int, wait_s: float
     raise ServiceError(f"the verifier service did not answer within {wait_s:g} s; see {log}")
 
 
-def stop(wait_s: float = 600.0) -> bool:
+def stop(wait_s: float = 600.0, on_event: Callable[[str], None] | None = None) -> bool:
     """Ask the running service to stop and wait until it is gone (it first finishes the
-    verifies it is running); False when none runs."""
+    verifies it is running, and says so through `on_event` after a second); False when
+    none runs."""
     conn = _connect()
     if conn is None:
         return False
@@ -307,7 +308,11 @@ def stop(wait_s: float = 600.0) -> bool:
         for _ in _lines(conn):
             pass
     t0 = time.monotonic()
+    told = False
     while time.monotonic() - t0 < wait_s and socket_path().exists():
+        if on_event and not told and time.monotonic() - t0 > 1.0:
+            on_event("the verifier service finishes the verifies under way before it stops")
+            told = True
         time.sleep(0.1)
     return True
 
