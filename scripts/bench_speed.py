@@ -1,9 +1,12 @@
 """Issue 17's figures on a GPU: launch overhead, both timing figures, and the tuning pass.
 
-    python scripts/bench_speed.py OUT.json [--pairs N] [--skip K] [--kernels-only] [--tune-variants K]
+    python scripts/bench_speed.py OUT.json [--pairs N] [--skip K] [--kernels-only | --launch-only]
+        [--tune-variants K]
 
 1. Launch overhead per call of a trivial kernel: an empty-ish Triton kernel against the
-   same work in eager PyTorch, one call at a time (synchronised) and back to back.
+   same work in eager PyTorch, one call at a time (synchronised) and back to back; and
+   a small add launched three ways (as model-written code does, with its grid and output
+   made once, through Triton's compiled-kernel runner): what cheaper launches could save.
 2. For each (task, passing kernel) pair, the GPU example tasks first, then the real-world
    corpus (tests/realworld/*/task.py + kernel.py): the verifier's per-call and
    back-to-back figures for the kernel, eager and torch.compile; then the tuning pass
@@ -53,6 +56,59 @@ def launch_overhead() -> dict:
     for name, fn in (("triton", triton_call), ("eager", eager_call)):
         got = _per_call_ms(fn, n=2000, warmup=50)
         out[name] = {"one_call_synchronised_ms": got["one_call_ms"], "back_to_back_ms": got["back_to_back_ms"]}
+    out["launch_paths"] = launch_paths()
+    return out
+
+
+def launch_paths() -> dict:
+    """What host work an accepted kernel's forward could shed (issue 17's cheaper launches):
+    a small add (4096 elements: launch-bound) launched as model-written code does (output
+    allocated, grid a lambda), with its output and grid made once, and through the compiled
+    kernel Triton returns from warmup (no argument binding, cache key or global check)."""
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+    n = 4096
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    kept = torch.empty_like(x)
+    grid = (triton.cdiv(n, 1024), 1, 1)
+
+    def as_written() -> None:
+        out = torch.empty_like(x)
+        add[lambda meta: (triton.cdiv(out.numel(), meta["BLOCK"]),)](x, y, out, out.numel(), BLOCK=1024)
+
+    def made_once() -> None:
+        add[grid](x, y, kept, n, BLOCK=1024)
+
+    paths = {"as_written": as_written, "grid_and_output_made_once": made_once}
+    try:
+        compiled = add.warmup(x, y, kept, n, BLOCK=1024, grid=grid)
+        runner = compiled[grid]
+
+        def precompiled() -> None:
+            runner(x, y, kept, n, 1024)
+
+        precompiled()
+        torch.cuda.synchronize()
+        if not torch.allclose(kept, x + y):
+            raise RuntimeError("the compiled kernel's output is wrong")
+        paths["compiled_kernel_runner"] = precompiled
+    except Exception as e:  # another Triton's API: said, not measured
+        paths_error = f"{type(e).__name__}: {e}"[:300]
+    else:
+        paths_error = None
+    out: dict = {"eager": _per_call_ms(lambda: x + y, n=2000, warmup=50)}
+    for name, fn in paths.items():
+        out[name] = _per_call_ms(fn, n=2000, warmup=50)
+    if paths_error:
+        out["compiled_kernel_runner"] = {"error": paths_error}
     return out
 
 
@@ -97,6 +153,7 @@ def main() -> int:
     ap.add_argument("--tune-variants", type=int, default=6)
     ap.add_argument("--skip", type=int, default=0, help="start at this pair (a run cut short goes on)")
     ap.add_argument("--kernels-only", action="store_true", help="no launch-overhead section")
+    ap.add_argument("--launch-only", action="store_true", help="only the launch-overhead section")
     args = ap.parse_args()
 
     from autotriton_jupyter import tuning
@@ -107,6 +164,9 @@ def main() -> int:
     if not args.kernels_only:
         result["launch"] = launch_overhead()
         print("launch overhead per call (ms):", json.dumps(result["launch"]), flush=True)
+    if args.launch_only:
+        Path(args.out).write_text(json.dumps(result, indent=1))
+        return 0
     with Verifier(VerifyOptions(device="cuda", trials=1, seed=7, reference_cache=False)) as v:
         for task_path, kernel_path in pairs(args.pairs)[args.skip:]:
             t0 = time.perf_counter()

@@ -15,9 +15,11 @@
 #   eval      eval twice over examples/tasks and examples/gpu_tasks (about 4)
 #   verify    the verifier's own costs, with and without the sandbox (about 2)
 #   speed     launch overhead, both timing figures and the tuning pass on 14 kernels (about 8)
+#   launch    only the launch overhead, and three ways of launching a small kernel (about 1)
 #   cpu       the CPU suite on this machine's software (about 4)
-# generate = decode,gentests,hfdecode; rest = tests,finetune,pipeline,eval,verify;
-# all = both, then cpu.
+# generate = decode,gentests,hfdecode; rest = tests,realworld,finetune,pipeline,eval,verify;
+# all = both, then cpu. On the device machine give an OUTDIR under $OUT: what a section
+# wrote there comes back even when the call runs out of time.
 set -uo pipefail
 OUT=${1:?usage: scripts/gpu_check.sh OUTDIR [SECTION,...|generate|rest|all]}
 WHAT=${2:-all}
@@ -162,6 +164,12 @@ if want speed; then
         --skip "${SPEED_SKIP:-0}" ${SPEED_ONLY:+--kernels-only} \
         2> "$OUT/bench-speed.log" | tail -40
     tail -3 "$OUT/bench-speed.log"
+fi
+
+if want launch; then
+    echo "== issue 17: launch overhead and what cheaper launches could save (a minute)"
+    timeout 120 "$PY" scripts/bench_speed.py "$OUT/bench-launch.json" --launch-only 2> "$OUT/bench-launch.log" | tail -5
+    tail -3 "$OUT/bench-launch.log"
 fi
 
 if want eval; then
