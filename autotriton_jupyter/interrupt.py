@@ -84,6 +84,8 @@ def signals_held() -> Iterator[None]:
     previous = {}
     try:
         for sig in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(sig) is signal.SIG_IGN:
+                continue  # ignored by whoever started us (nohup, a background job): still
             previous[sig] = signal.signal(sig, lambda _s, _f: asked.__setitem__(0, True))
     except (ValueError, OSError):  # not the main interpreter
         pass

@@ -157,3 +157,34 @@ def test_the_cpu_check_of_an_index_set_runs_on_copies(tmp_path):
     keep = x.clone()
     assert w._fails_on_cpu([x, idx]) is None
     assert torch.equal(x, keep)
+
+
+NESTED = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, pair):
+        a, b = pair
+        a.mul_(2.0)  # changes a tensor inside its list argument, in place
+        return a + b
+
+
+def get_inputs():
+    return [[torch.randn(6, 4), torch.randn(6, 4)]]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_reference_that_changes_a_nested_input_leaves_the_kept_set_as_drawn(tmp_path):
+    w = worker.WorkerState("cpu", str(tmp_path), 0.0)
+    w.op_load_reference({"source": NESTED, "seed": 1})
+    (got,) = w.op_trials({"sets": [{"label": "fresh-1", "seed": 4, "variant": "none"}]})["sets"]
+    (a, b), = got["inputs"]
+    assert torch.equal(got["outputs"], a * 2.0 + b)  # the judge's inputs give its outputs
+    (ka, kb), = w.sets[0]
+    assert torch.equal(ka, a) and torch.equal(kb, b)  # and the worker kept the same set

@@ -78,3 +78,18 @@ def test_signals_held_defers_ctrl_c_and_sigterm_to_the_end_of_the_block():
         assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
     with signals_held():  # no signal: nothing raised
         pass
+
+
+def test_signals_held_keeps_an_ignored_signal_ignored():
+    import os
+    import signal
+
+    from autotriton_jupyter.interrupt import signals_held
+
+    before = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        with signals_held():
+            os.kill(os.getpid(), signal.SIGTERM)
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, before)

@@ -27,3 +27,33 @@ def test_the_sets_a_candidate_is_sent_are_sealed_ahead(corpus):
         r = v.verify(task, honest)
         assert r.verdict == "pass", r.reasons
         assert ref.sealed == made  # the same messages were sent: none encoded again
+
+
+def test_a_range_already_made_is_not_held_up_by_one_being_made(corpus, monkeypatch):
+    import threading
+
+    from autotriton_jupyter.verify import reference
+
+    task = Task.from_file(corpus / "add_relu" / "task.py")
+    with Verifier(VerifyOptions(device="cpu", seed=4, timeout=60, timing=False, parallel=1)) as v:
+        ref = v.prepare(task)
+        made = ref.input_sets(0, 1)
+        release, entered = threading.Event(), threading.Event()
+        real = reference.wire.Sealed
+
+        def slow(value):  # an encoding that takes until the test says so
+            entered.set()
+            release.wait(30)
+            return real(value)
+
+        monkeypatch.setattr(reference.wire, "Sealed", slow)
+        other = threading.Thread(target=ref.input_sets, args=(1, 3))
+        other.start()
+        assert entered.wait(10)  # sets 1-2 are being encoded now
+        got = []
+        t = threading.Thread(target=lambda: got.append(ref.input_sets(0, 1)))
+        t.start()
+        t.join(5)
+        release.set()
+        other.join(30)
+        assert got == [made]  # returned while the other range was still being made

@@ -630,14 +630,17 @@ class Verifier(ReferencePrep, TimedChecks):
         """Encode the input-set messages every candidate of this reference will be sent, in
         the background (a second or two for a GPU-sized task), while its first candidates
         start their workers and load."""
-        plan = _plan(ref)
-        ranges = _set_ranges(plan, _plan_parts(ref, plan, self.device))
+        try:
+            plan = _plan(ref)
+            ranges = _set_ranges(plan, _plan_parts(ref, plan, self.device))
+        except Exception:  # only ahead of time: the candidates' own path says what is wrong
+            return
 
         def seal() -> None:
             for first, end in ranges:
                 try:
                     ref.input_sets(first, end)
-                except OSError:  # no memory for it now: the candidate that needs it says so
+                except Exception:  # no memory for it now: the candidate that needs it says so
                     return
 
         threading.Thread(target=seal, name="autotriton-seal-sets", daemon=True).start()

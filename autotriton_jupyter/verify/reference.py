@@ -79,6 +79,8 @@ class Reference:
     # Its own lock: sealing happens while the GPU is held shared, and `lock` is held while
     # waiting for it exclusively (the reference's timing); one lock for both would deadlock.
     sealed_lock: threading.Lock = field(default_factory=threading.Lock)
+    # One lock a range while it is encoded: a range already made is never waited for.
+    sealing: dict[tuple[int, int], threading.Lock] = field(default_factory=dict)
     # Where its preparation's time went (worker, load, draw, forward, messages), and when it ended
     # (time.perf_counter): a report that waited for it shows the breakdown.
     prep_seconds: dict[str, float] = field(default_factory=dict)
@@ -86,12 +88,19 @@ class Reference:
 
     def input_sets(self, first: int, end: int) -> wire.Sealed:
         """The command that gives a worker input sets first..end-1 (encoded once)."""
+        key = (first, end)
         with self.sealed_lock:
-            if (first, end) not in self.sealed:
-                self.sealed[(first, end)] = wire.Sealed(
-                    {"op": "add_sets", "sets": [s["inputs"] for s in self.sets[first:end]]}
-                )
-            return self.sealed[(first, end)]
+            if key in self.sealed:
+                return self.sealed[key]
+            making = self.sealing.setdefault(key, threading.Lock())
+        with making:
+            with self.sealed_lock:
+                if key in self.sealed:  # made by whoever held `making` before
+                    return self.sealed[key]
+            made = wire.Sealed({"op": "add_sets", "sets": [s["inputs"] for s in self.sets[first:end]]})
+            with self.sealed_lock:
+                self.sealed[key] = made
+            return made
 
     @property
     def out_nbytes(self) -> list[int]:

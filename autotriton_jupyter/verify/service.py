@@ -262,6 +262,8 @@ def start(options: VerifyOptions, idle_s: float = IDLE_S, wait_s: float = 300.0,
         return _await_start(proc, log, start_at, wait_s, on_event)
     except BaseException:  # Ctrl-C, or it did not answer: a service nobody waits for goes
         if proc.poll() is None:
+            if on_event:
+                on_event(f"stopping the verifier service ({proc.pid}) it was starting")
             proc.terminate()  # it stops as `verifier stop` stops it (SIGTERM)
             try:
                 proc.wait(60)
@@ -324,7 +326,9 @@ def _peer_uid(conn: socket.socket) -> int:
 
 
 class _Service:
-    def __init__(self, options: VerifyOptions, idle_s: float) -> None:
+    def __init__(
+        self, options: VerifyOptions, idle_s: float, stopping: threading.Event | None = None
+    ) -> None:
         from . import prestart
 
         prestart.launch(options.sandbox)  # its start overlaps the judge's imports (torch)
@@ -339,7 +343,7 @@ class _Service:
         self.ready = False
         self.active = 0
         self.last = time.monotonic()
-        self.stopping = threading.Event()
+        self.stopping = stopping or threading.Event()
         self.lock = threading.Lock()
         self.started = time.time()
 
@@ -467,25 +471,22 @@ class _Service:
 def main(argv: list[str]) -> int:
     import signal
 
-    from ..interrupt import signals_held
-
     options = _options_from(json.loads(argv[1]))
     idle_s = float(argv[2]) if len(argv) > 2 else IDLE_S
-    service = None
+    # SIGTERM, SIGHUP and SIGINT stop it as `verifier stop` does, from its first moment:
+    # verifies under way finish, and its socket, info file and workers go. While it starts
+    # (torch's import) a signal only marks the stop, which follows once the start is over.
+    stopping = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, lambda _s, _f: stopping.set())
     try:
-        with signals_held():  # a stop while torch is imported: after it, cleanly
-            service = _Service(options, idle_s)
+        service = _Service(options, idle_s, stopping)
     except TaskError as e:  # --device cuda without a GPU, say: one line for the client
         print(f"{_FAILED}{e}", file=sys.stderr, flush=True)
         return 2
-    except KeyboardInterrupt:  # stopped while starting
-        if service is not None:
-            service.verifier.close()
+    if stopping.is_set():  # stopped while it started
+        service.verifier.close()
         return 130
-    # SIGTERM and SIGHUP stop it as `verifier stop` does: verifies under way finish, and
-    # its socket, info file and workers go.
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda _s, _f: service.stopping.set())
     service.serve()
     return 0
 

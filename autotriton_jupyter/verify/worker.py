@@ -71,6 +71,16 @@ def _tensors(tree: Any) -> list[torch.Tensor]:
     return []
 
 
+def _copies(tree: Any) -> Any:
+    """A copy of every tensor in a tree of lists and tuples (what a forward that may change
+    its inputs in place is given, so the set kept here stays as it was drawn)."""
+    if isinstance(tree, torch.Tensor):
+        return tree.clone()
+    if isinstance(tree, tuple | list):
+        return type(tree)(_copies(x) for x in tree)
+    return tree
+
+
 def _to_device(tree: Any, device: str) -> Any:
     if isinstance(tree, torch.Tensor):
         return tree.to(device)
@@ -339,11 +349,7 @@ class WorkerState:
             dev = _to_device(inputs, self.device)
             # The judge's copy. On a GPU the kept set itself, copied from the device straight
             # into the reply (nothing changes it: the forward gets copies); on the CPU, copies.
-            sent = (
-                dev
-                if self.device == "cuda"
-                else [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-            )
+            sent = dev if self.device == "cuda" else _copies(list(inputs))
             model = self.model
             if "init" in spec:
                 try:
@@ -355,7 +361,7 @@ class WorkerState:
                 with torch.no_grad():
                     # On a copy: a reference that changes its inputs in place must not change
                     # the set kept here, which timing's checks run the reference on again.
-                    out = model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in dev])
+                    out = model(*_copies(dev))
                 if self.device == "cuda":
                     torch.cuda.synchronize()
             except BaseException as e:
@@ -449,7 +455,7 @@ class WorkerState:
         """How the timed calls' inputs can be varied for this task (vary.probe_modes)."""
         sets = [self.sets[i] for i in msg["sets"]]
         with torch.no_grad():
-            bases = [self.model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in v]) for v in sets]
+            bases = [self.model(*_copies(v)) for v in sets]
         return {"mode": vary.probe_modes(self.model, sets, bases, msg["seed"])}
 
     def op_varied_outputs(self, msg: dict) -> dict:
