@@ -67,17 +67,24 @@ def test_signals_held_defers_ctrl_c_and_sigterm_to_the_end_of_the_block():
 
     from autotriton_jupyter.interrupt import signals_held
 
-    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        steps = []
-        with pytest.raises(KeyboardInterrupt):
-            with signals_held():
-                os.kill(os.getpid(), sig)
-                steps.append("after the signal")  # the block runs on to its end
-        assert steps == ["after the signal"]
-        assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
-    with signals_held():  # no signal: nothing raised
-        pass
+    # As in a terminal (a background job inherits SIGINT ignored, which stays ignored).
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler), signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            steps = []
+            with pytest.raises(KeyboardInterrupt):
+                with signals_held():
+                    os.kill(os.getpid(), sig)
+                    steps.append("after the signal")  # the block runs on to its end
+            assert steps == ["after the signal"]
+            assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+            assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        with signals_held():  # no signal: nothing raised
+            pass
+    finally:
+        signal.signal(signal.SIGINT, saved[0])
+        signal.signal(signal.SIGTERM, saved[1])
 
 
 def test_signals_held_keeps_an_ignored_signal_ignored():

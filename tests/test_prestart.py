@@ -143,6 +143,7 @@ def test_ctrl_c_while_torch_is_imported_ends_the_early_server(tmp_path):
     probe = textwrap.dedent(
         f"""
         import os, signal, sys
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
         from autotriton_jupyter.verify import prestart
         real = prestart.launch
         def launch(sandboxed):

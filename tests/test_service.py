@@ -228,9 +228,13 @@ def test_ctrl_c_while_a_service_starts_stops_it(env):
         threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()  # Ctrl-C, a second in
         return started[-1]
 
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(service.subprocess, "Popen", popen)
-        with pytest.raises(KeyboardInterrupt):
-            service.start(VerifyOptions(device="cpu"), idle_s=300)
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(service.subprocess, "Popen", popen)
+            with pytest.raises(KeyboardInterrupt):
+                service.start(VerifyOptions(device="cpu"), idle_s=300)
+    finally:
+        signal.signal(signal.SIGINT, saved)
     assert len(started) == 1 and started[0].poll() is not None  # the service it started ended
     assert service.status() is None and not service.socket_path().exists()
