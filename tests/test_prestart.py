@@ -103,12 +103,29 @@ def test_a_verifier_that_cannot_be_built_leaves_no_server(capsys):
     assert prestart._early is None
 
 
+def _verify_with(patch: str, tmp_path) -> subprocess.CompletedProcess:
+    """A one-shot `autotriton verify --local` of the honest add_relu kernel, in a fresh
+    process, with `patch` (code that replaces prestart's functions) run first."""
+    probe = textwrap.dedent(patch) + textwrap.dedent(
+        f"""
+        from autotriton_jupyter.cli import main
+        sys.exit(main(["verify", "{ROOT}/examples/tasks/add_relu.py",
+                       "{ROOT}/examples/candidates/add_relu/pass_masked.py",
+                       "--local", "--no-timing", "-q"]))
+        """
+    )
+    return subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "AUTOTRITON_CACHE": str(tmp_path)},
+    )
+
+
 def test_the_cli_starts_it_before_importing_torch(tmp_path):
     """`autotriton verify` without a service: the fork server is launched while torch is
     not imported yet (so their starts overlap), its Verifier's pool takes it, and the
     verdict is the usual one."""
-    probe = textwrap.dedent(
-        f"""
+    out = _verify_with(
+        """
         import sys
         from autotriton_jupyter.verify import prestart
         real, real_take = prestart.launch, prestart.take
@@ -122,15 +139,8 @@ def test_the_cli_starts_it_before_importing_torch(tmp_path):
             import autotriton_jupyter.verify.sandbox as sandbox  # imports torch: after
             sandbox.take = take
         prestart.launch = launch
-        from autotriton_jupyter.cli import main
-        sys.exit(main(["verify", "{ROOT}/examples/tasks/add_relu.py",
-                       "{ROOT}/examples/candidates/add_relu/pass_masked.py",
-                       "--local", "--no-timing", "-q"]))
-        """
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "AUTOTRITON_CACHE": str(tmp_path)},
+        """,
+        tmp_path,
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "torch imported at launch: False" in out.stderr
@@ -140,8 +150,8 @@ def test_the_cli_starts_it_before_importing_torch(tmp_path):
 def test_ctrl_c_while_torch_is_imported_ends_the_early_server(tmp_path):
     """An interrupt that lands between the launch and the end of the judge's imports waits
     for them, then unwinds: exit 130, the early server and its folder gone."""
-    probe = textwrap.dedent(
-        f"""
+    out = _verify_with(
+        """
         import os, signal, sys
         signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
         from autotriton_jupyter.verify import prestart
@@ -152,15 +162,8 @@ def test_ctrl_c_while_torch_is_imported_ends_the_early_server(tmp_path):
                   file=sys.stderr, flush=True)
             os.kill(os.getpid(), signal.SIGINT)  # as if Ctrl-C came during the imports
         prestart.launch = launch
-        from autotriton_jupyter.cli import main
-        sys.exit(main(["verify", "{ROOT}/examples/tasks/add_relu.py",
-                       "{ROOT}/examples/candidates/add_relu/pass_masked.py",
-                       "--local", "--no-timing", "-q"]))
-        """
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "AUTOTRITON_CACHE": str(tmp_path)},
+        """,
+        tmp_path,
     )
     assert out.returncode == 130, out.stderr[-2000:]
     folder = out.stderr.split("folder: ")[1].split()[0]

@@ -195,15 +195,15 @@ def _plan_parts(ref: Reference, plan: list[dict], device: str) -> list[list[int]
     return _parts(cost[:-1], PART_BYTES if device == "cuda" else 0) + [[len(plan) - 1]]
 
 
-def _set_ranges(plan: list[dict], parts: list[list[int]]) -> list[tuple[int, int]]:
-    """The input sets each part sends first (first, end), in order: those it uses that no
-    earlier part sent."""
-    ranges, sent = [], 0
+def _set_ranges(plan: list[dict], parts: list[list[int]]) -> list[tuple[int, int] | None]:
+    """For each part, the input sets it sends first (first, end): those it uses that no
+    earlier part sent; None when every set it uses was sent already."""
+    ranges: list[tuple[int, int] | None] = []
+    sent = 0
     for part in parts:
         upto = max(plan[i]["set"] for i in part) + 1
-        if upto > sent:
-            ranges.append((sent, upto))
-            sent = upto
+        ranges.append((sent, upto) if upto > sent else None)
+        sent = max(sent, upto)
     return ranges
 
 
@@ -637,7 +637,7 @@ class Verifier(ReferencePrep, TimedChecks):
             return
 
         def seal() -> None:
-            for first, end in ranges:
+            for first, end in filter(None, ranges):
                 try:
                     ref.input_sets(first, end)
                 except Exception:  # no memory for it now: the candidate that needs it says so
@@ -655,10 +655,10 @@ class Verifier(ReferencePrep, TimedChecks):
         spent = {"runs_add_sets": 0.0, "runs_in_worker": 0.0, "runs_messages": 0.0, "runs_compare": 0.0}
         runs: list[dict] = []
         tampered: list[str] = []
-        sent = 0
         # The late calls go last, on their own: a candidate already wrong on an input set
         # the task draws has its verdict, and is not kept for hundreds of calls more.
         parts = _plan_parts(ref, plan, self.device)
+        sends = _set_ranges(plan, parts)  # the sets each part sends first, if any
         stopped = False
         compared: dict[int, Comparison] = {}  # fresh runs, compared once, as their part returns
         checked = 0
@@ -676,11 +676,10 @@ class Verifier(ReferencePrep, TimedChecks):
             if len(parts) > 1:
                 what = ", ".join(_run_label(ref, plan[i]) for i in part)
                 self.on_event(f"{name}: {what} ({k + 1}/{len(parts)})")
-            upto = max(plan[i]["set"] for i in part) + 1
             t0 = time.perf_counter()
-            if upto > sent:
+            if sends[k] is not None:
                 try:
-                    sets = ref.input_sets(sent, upto)
+                    sets = ref.input_sets(*sends[k])
                 except OSError as e:  # no memory or descriptors left for a memory file
                     raise WorkerFailure(
                         "error",
@@ -713,7 +712,6 @@ class Verifier(ReferencePrep, TimedChecks):
             spent["runs_messages"] += max(0.0, time.perf_counter() - t1 - in_worker)
             if not runs and got["runs"] and isinstance(got["runs"][0].get("obs"), dict):
                 spent["runs_first_call"] = _seconds(got["runs"][0]["obs"].get("seconds"))
-            sent = max(sent, upto)
             runs += got["runs"]
             tampered += got["tampered"]
             if len(got["runs"]) < len(part) or any("error" in x for x in got["runs"]):

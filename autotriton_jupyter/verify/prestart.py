@@ -172,14 +172,18 @@ def drop() -> None:
 
 def discard(launched: Launched, folder: tempfile.TemporaryDirectory | None = None) -> None:
     """End a launched fork server nobody used (and remove its folder, when given)."""
-    p = launched.popen
     launched.sock.close()  # the server ends when its control socket closes
+    end(launched.popen)
+    if folder is not None:
+        folder.cleanup()
+
+
+def end(p: subprocess.Popen | None) -> None:
+    """Kill a fork server and everything in its session (it was started in one of its own)."""
     if p is not None and p.poll() is None:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(p.pid, signal.SIGKILL)
-        except OSError:
+        with contextlib.suppress(OSError):
             p.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             p.wait(10)
-    if folder is not None:
-        folder.cleanup()

@@ -31,7 +31,7 @@ from . import bwrap, wire
 from .bwrap import SandboxUnavailable
 from .cgroups import Limits
 from .gpulock import GpuLock, lock_path
-from .prestart import Launched, discard, scratch_dir, take
+from .prestart import Launched, discard, end, scratch_dir, take
 
 __all__ = ["GpuLock", "Pool", "SandboxUnavailable", "Worker", "WorkerFailure"]
 
@@ -460,14 +460,7 @@ class _Server:
         if self._ctl is not None:
             with self._send_lock, contextlib.suppress(OSError):
                 self._ctl.send_bytes(wire.encode({"op": "stop"}))
-        p = self._popen
-        if p is not None and p.poll() is None:
-            with contextlib.suppress(OSError):
-                os.killpg(p.pid, signal.SIGKILL)
-            with contextlib.suppress(OSError):
-                p.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                p.wait(10)
+        end(self._popen)
         if self._ctl is not None:
             self._ctl.close()
         self.alive = False
