@@ -1,7 +1,7 @@
 """Issue 17's figures on a GPU: launch overhead, both timing figures, and the tuning pass.
 
-    python scripts/bench_speed.py OUT.json [--pairs N] [--skip K] [--kernels-only | --launch-only]
-        [--tune-variants K]
+    python scripts/bench_speed.py OUT.json [--pairs N] [--skip K] [--kernels-only | --launch-only
+        | --harness] [--tune-variants K]
 
 1. Launch overhead per call of a trivial kernel: an empty-ish Triton kernel against the
    same work in eager PyTorch, one call at a time (synchronised) and back to back; and
@@ -12,6 +12,11 @@
    back-to-back figures for the kernel, eager and torch.compile; then the tuning pass
    (every variant verified in full) and the best variant's figures.
 3. How many kernels beat eager and torch.compile on each figure, before and after tuning.
+4. `--harness` alone: where a figure comes from. Each GPU example's candidate and eager
+   model, in this process, timed as a user would (a call at a time, back to back), by the
+   verifier's timing loop alone, and by that loop with the timed calls' variation and
+   output projections; then the verifier's own figures for the same pair. From one step
+   to the next: the method, the judge's checks, the worker (probes, sandbox).
 
 Everything is written to OUT.json, and a markdown summary is printed.
 """
@@ -112,6 +117,54 @@ def launch_paths() -> dict:
     return out
 
 
+def _load(path: Path, name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def harness() -> list[dict]:
+    """Section 4 (see the docstring): the GPU examples only, whose files are ours."""
+    import random
+
+    import torch
+
+    from autotriton_jupyter.task import Candidate, Task
+    from autotriton_jupyter.verify import Verifier, VerifyOptions, fingerprint, timing, vary
+
+    rows = []
+    for task_path, kernel_path in GPU_PAIRS:
+        task_mod = _load(ROOT / task_path, "harness_task")
+        kernel_mod = _load(ROOT / kernel_path, "harness_kernel")
+        torch.manual_seed(0)
+        init = task_mod.get_init_inputs()
+        models = {"eager": task_mod.Model(*init).cuda(), "candidate": kernel_mod.ModelNew(*init).cuda()}
+        models["candidate"].load_state_dict(models["eager"].state_dict(), strict=False)
+        inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in task_mod.get_inputs()]
+        row: dict = {"task": task_path, "kernel": kernel_path}
+        with torch.no_grad():
+            for name, model in models.items():
+                got: dict = {"as_a_user_would": _per_call_ms(lambda model=model, inputs=inputs: model(*inputs), n=500)}
+                for label, checked in (("timing_loop", False), ("timing_loop_checked", True)):
+                    buffers = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+                    projection = fingerprint.Projection(11)
+                    r = timing.bench(
+                        model, buffers, [inputs], budget_s=0.3, rng=random.Random(5), back_to_back=True,
+                        vary=vary.Variation(13, [inputs]) if checked else None,
+                        check=(lambda call, pos, out, p=projection: p.take(out)) if checked else None,
+                    )
+                    got[label] = {k: r[k] for k in ("median_ms", "q1_ms", "q3_ms", "b2b_ms", "reps")}
+                row[name] = got
+        with Verifier(VerifyOptions(device="cuda", trials=1, seed=7, reference_cache=False)) as v:
+            row["verifier"] = figures(v.verify(Task.from_file(ROOT / task_path), Candidate.from_file(ROOT / kernel_path)))
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
 def _per_call_ms(fn, n: int = 1000, warmup: int = 20) -> dict:
     """Wall time per call, host included: one synchronised call at a time, and back to back."""
     import torch
@@ -154,7 +207,11 @@ def main() -> int:
     ap.add_argument("--skip", type=int, default=0, help="start at this pair (a run cut short goes on)")
     ap.add_argument("--kernels-only", action="store_true", help="no launch-overhead section")
     ap.add_argument("--launch-only", action="store_true", help="only the launch-overhead section")
+    ap.add_argument("--harness", action="store_true", help="only where the figures come from (section 4)")
     args = ap.parse_args()
+    if args.harness:
+        Path(args.out).write_text(json.dumps({"harness": harness()}, indent=1))
+        return 0
 
     from autotriton_jupyter import tuning
     from autotriton_jupyter.task import Candidate, Task

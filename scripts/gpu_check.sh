@@ -16,6 +16,8 @@
 #   verify    the verifier's own costs, with and without the sandbox (about 2)
 #   speed     launch overhead, both timing figures and the tuning pass on 14 kernels (about 8)
 #   launch    only the launch overhead, and three ways of launching a small kernel (about 1)
+#   harness   where a timed figure comes from: as a user times it, the timing loop, its checks,
+#             the verifier (the GPU examples; about 2)
 #   cpu       the CPU suite on this machine's software (about 4)
 # generate = decode,gentests,hfdecode; rest = tests,realworld,finetune,pipeline,eval,verify;
 # all = both, then cpu. On the device machine give an OUTDIR under $OUT: what a section
@@ -170,6 +172,12 @@ if want launch; then
     echo "== issue 17: launch overhead and what cheaper launches could save (a minute)"
     timeout 120 "$PY" scripts/bench_speed.py "$OUT/bench-launch.json" --launch-only 2> "$OUT/bench-launch.log" | tail -5
     tail -3 "$OUT/bench-launch.log"
+fi
+
+if want harness; then
+    echo "== issue 17: a figure from the user's timing to the verifier's, step by step"
+    timeout 240 "$PY" scripts/bench_speed.py "$OUT/bench-harness.json" --harness 2> "$OUT/bench-harness.log" | tail -5
+    tail -3 "$OUT/bench-harness.log"
 fi
 
 if want eval; then

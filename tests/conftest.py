@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -36,13 +37,24 @@ def corpus() -> Path:
     return CORPUS
 
 
+_MADE: list[str] = []  # the folders this session made, removed when it ends
+
+
 def pytest_configure(config) -> None:
     """The tests' caches (reference timings, side folders of test libraries) in a folder
     of their own, not the user's ~/.cache/autotriton."""
-    os.environ.setdefault("AUTOTRITON_CACHE", tempfile.mkdtemp(prefix="autotriton-test-cache-"))
+    if "AUTOTRITON_CACHE" not in os.environ:
+        os.environ["AUTOTRITON_CACHE"] = tempfile.mkdtemp(prefix="autotriton-test-cache-")
+        _MADE.append(os.environ["AUTOTRITON_CACHE"])
     # A verifier service the user keeps running (`autotriton verifier start`) is not the
     # code under test: the tests' `autotriton verify` calls look for one in a folder of
     # their own, where only the service tests start one.
     runtime = tempfile.mkdtemp(prefix="autotriton-test-run-")
     os.chmod(runtime, 0o700)
     os.environ["XDG_RUNTIME_DIR"] = runtime
+    _MADE.append(runtime)
+
+
+def pytest_unconfigure(config) -> None:
+    for path in _MADE:
+        shutil.rmtree(path, ignore_errors=True)

@@ -170,3 +170,39 @@ def test_ctrl_c_while_torch_is_imported_ends_the_early_server(tmp_path):
     pid = int(out.stderr.split("pid: ")[1].split()[0])
     assert not Path(folder).exists()
     assert not _alive(pid)
+
+
+def _dynamo_preloaded(sandboxed: bool) -> bool:
+    from autotriton_jupyter.verify.sandbox import Pool
+
+    pool = Pool("cpu", spares=0, sandbox=sandboxed)
+    try:
+        return pool.acquire().wait_ready(120)["dynamo_preloaded"]
+    finally:
+        pool.close()
+
+
+def test_a_cpu_pools_server_imports_torch_dynamo_once_for_all_its_workers(monkeypatch):
+    """Not again in each worker (seconds of the same few cores). On a machine with GPU
+    device files, a CPU pool tells its server to (that server forks only CPU workers)."""
+    from autotriton_jupyter.verify import bwrap
+
+    monkeypatch.setattr(bwrap, "device_nodes", lambda: ["/dev/nvidiactl"])  # no sandbox: not bound
+    assert _dynamo_preloaded(sandboxed=False)
+
+
+@pytest.mark.skipif(bool(prestart.bwrap.device_nodes()), reason="this machine has GPU device files")
+def test_a_server_started_where_no_gpu_can_be_imports_it_untold(monkeypatch):
+    from autotriton_jupyter.verify import sandbox
+
+    monkeypatch.setattr(sandbox._Server, "preload", lambda self: None)
+    assert _dynamo_preloaded(sandboxed=True)
+
+
+@pytest.mark.parametrize("nodes, preload", [([], True), (["/dev/nvidiactl", "/dev/nvidia0"], False)])
+def test_an_early_server_preloads_only_where_no_gpu_worker_can_be(tmp_path, nodes, preload):
+    """A server that may fork GPU workers never imports more than the workers need: a
+    CUDA start in it would leave every GPU worker it forks without a working GPU."""
+    launched = prestart.Launched.__new__(prestart.Launched)
+    launched.workdir, launched.sandboxed, launched.made_of = tmp_path, True, ({}, nodes)
+    assert ("preload" in launched._argv(5)) is preload

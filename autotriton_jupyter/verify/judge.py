@@ -711,7 +711,14 @@ class Verifier(ReferencePrep, TimedChecks):
             spent["runs_in_worker"] += in_worker
             spent["runs_messages"] += max(0.0, time.perf_counter() - t1 - in_worker)
             if not runs and got["runs"] and isinstance(got["runs"][0].get("obs"), dict):
-                spent["runs_first_call"] = _seconds(got["runs"][0]["obs"].get("seconds"))
+                first = got["runs"][0]["obs"]
+                spent["runs_first_call"] = _seconds(first.get("seconds"))
+                # On a GPU: when its driver module, kernels and launchers were ready (Triton's
+                # builds and compiles, from the worker's cache files; a lie costs only figures).
+                steps = first.get("triton_steps")
+                for kind in ("driver", "kernel", "launcher"):
+                    if isinstance(steps, dict) and kind in steps:
+                        spent[f"runs_first_call_{kind}_ready"] = _seconds(steps[kind])
             runs += got["runs"]
             tampered += got["tampered"]
             if len(got["runs"]) < len(part) or any("error" in x for x in got["runs"]):

@@ -103,6 +103,10 @@ class Launched:
             sys.executable, "-m", "autotriton_jupyter.verify.forkserver", str(fd),
             "confined" if self.sandboxed else "plain",
             f"{ids[0]}:{ids[1]}" if ids else "",
+            # No GPU device files: no worker of this server can be a GPU one (a CUDA start
+            # that makes them would also make take() refuse the server), so the server may
+            # import torch._dynamo for every worker as soon as it is up.
+            "" if self.made_of[1] else "preload",
         ]
         if not self.sandboxed:
             return argv

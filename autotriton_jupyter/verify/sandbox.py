@@ -449,6 +449,12 @@ class _Server:
             self._procs[wid] = proc
             return proc
 
+    def preload(self) -> None:
+        """Have the server import torch._dynamo before it forks anyone else (CPU pools only,
+        see Pool._fork_server)."""
+        with self._send_lock, contextlib.suppress(OSError, AttributeError):
+            self._ctl.send_bytes(wire.encode({"op": "preload"}))  # type: ignore[union-attr]
+
     def request_kill(self, wid: int) -> None:
         if not self.alive:
             return
@@ -526,6 +532,12 @@ class Pool:
                     self.restarts += 1
                 launched, self._early = self._early, None
                 self._server = _Server(self.workdir, self.sandboxed, self.start_timeout, launched)
+                if self.device == "cpu":
+                    # Every worker imports torch._dynamo (worker.import_dynamo): on a CPU,
+                    # where it costs each worker a second or two of the same few cores,
+                    # the server imports it once for all. Never for a GPU: a server that
+                    # touched CUDA could fork no working GPU worker.
+                    self._server.preload()
             return self._server
 
     def _limits(self) -> dict[str, int]:

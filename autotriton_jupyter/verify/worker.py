@@ -63,6 +63,28 @@ def _import_file(path: Path, name: str, guard: bool = False) -> Any:
     return module
 
 
+def _triton_steps(since: float) -> dict[str, float]:
+    """When the first call's Triton work ended, in seconds after the call began, read off
+    the files it left in this worker's own cache: the driver's helper module and the
+    launchers (each built by the C compiler), the kernels' binaries. For the figures only."""
+    marks: dict[str, float] = {}
+    for folder, _, files in os.walk(os.environ.get("TRITON_CACHE_DIR") or "/nonexistent"):
+        for name in files:
+            kind = (
+                "driver" if name.startswith("cuda_utils")
+                else "launcher" if name.startswith("__triton_launcher")
+                else "kernel" if name.endswith(".cubin")
+                else None
+            )
+            try:
+                at = os.stat(os.path.join(folder, name)).st_mtime - since
+            except OSError:
+                continue
+            if kind and at >= 0:
+                marks[kind] = max(marks.get(kind, 0.0), at)
+    return marks
+
+
 def _tensors(tree: Any) -> list[torch.Tensor]:
     if isinstance(tree, torch.Tensor):
         return [tree]
@@ -208,6 +230,7 @@ class WorkerState:
         self.poison_turn = 0
         self.rng = random.Random(os.urandom(16))
         self.dynamo: threading.Thread | None = None
+        self.observed = False  # no call of the candidate's yet
 
     def import_dynamo(self) -> None:
         """Import torch._dynamo on a thread, while the worker waits for its first command.
@@ -217,6 +240,8 @@ class WorkerState:
         worker waits for it before the judge's snapshot of torch, so that import is never
         mistaken for tampering, and the reference's before timing torch.compile.
         """
+        if "torch._dynamo" in sys.modules:  # the fork server imported it for every worker
+            return
         thread = threading.Thread(
             target=importlib.import_module, args=("torch._dynamo",), name="autotriton-dynamo", daemon=True
         )
@@ -608,6 +633,9 @@ class WorkerState:
         given = self.given_state | {t.untyped_storage().data_ptr() for t in _tensors(inputs)}
         audit = probes.OpAudit(self.probe, self.device, given, self.tolerance)
         obs: dict[str, Any] = {}
+        first = not self.observed
+        self.observed = True
+        wall0 = time.time()
         t0 = time.perf_counter()
         self.probe.recording = True
         try:
@@ -621,6 +649,8 @@ class WorkerState:
         finally:
             self.probe.recording = False
         obs["seconds"] = time.perf_counter() - t0
+        if first and self.device == "cuda":
+            obs["triton_steps"] = _triton_steps(wall0)
         # Before the judge calls any method of a tensor or a module: are they still torch's?
         patched = probes.changed_methods(self.methods)
         if patched:
@@ -912,7 +942,14 @@ def serve(conn: wire.Channel, device: str, workdir: str, log_fd: int, gpu_fracti
     try:
         w.init_device()
         conn.send_bytes(
-            wire.encode({"ok": True, "pid": os.getpid(), "init_s": time.perf_counter() - t0})
+            wire.encode(
+                {
+                    "ok": True,
+                    "pid": os.getpid(),
+                    "init_s": time.perf_counter() - t0,
+                    "dynamo_preloaded": "torch._dynamo" in sys.modules,
+                }
+            )
         )
         w.import_dynamo()
     except BaseException as e:

@@ -1,0 +1,36 @@
+"""What a worker says about where its first call's time went (figures only, never a verdict)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from autotriton_jupyter.verify import worker
+
+
+def test_the_first_calls_triton_steps_are_read_off_the_workers_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    since = time.time() - 10
+    files = {
+        "a1/cuda_utils.cpython-312-x86_64-linux-gnu.so": 0.4,
+        "b2/softmax_kernel.cubin": 1.5,
+        "b2/softmax_kernel.json": 1.6,  # not a step of its own
+        "c3/__triton_launcher.cpython-312-x86_64-linux-gnu.so": 1.7,
+        "d4/other_kernel.cubin": 1.1,  # the later of two kernels counts
+        "e5/old.cubin": -3.0,  # from before the call: not its work
+    }
+    for name, after in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(b"")
+        os.utime(path, (since + after, since + after))
+    got = worker._triton_steps(since)
+    assert set(got) == {"driver", "kernel", "launcher"}
+    assert abs(got["driver"] - 0.4) < 0.01
+    assert abs(got["kernel"] - 1.5) < 0.01
+    assert abs(got["launcher"] - 1.7) < 0.01
+
+
+def test_no_cache_folder_gives_no_steps(monkeypatch):
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    assert worker._triton_steps(time.time()) == {}
