@@ -106,3 +106,18 @@ def test_bench_finetune_and_generate_on_the_tiny_shape(capsys):
     timed = [x for x in g["runs"] if x["run"] == "timed"]
     assert [x["tokens"] for x in timed] == [8, 16]
     assert g["cache_tokens"] == 512 + 40
+
+
+def test_the_first_decode_compile_is_broken_down():
+    """bench generate's first run on a GPU says whether the compile caches hit and where
+    Dynamo's time went; here, after a compile on the CPU (a backend without Inductor)."""
+    import torch
+
+    from autotriton_jupyter.bench.generate import _compile_facts
+
+    torch.compile(lambda x: x.sin() + 1, backend="eager")(torch.randn(4))
+    facts = _compile_facts()
+    assert isinstance(facts["fx_graph_cache"], dict) and isinstance(facts["autograd_cache"], dict)
+    steps = facts["slowest_steps_s"]
+    assert steps and all(isinstance(t, float) and t >= 0 for t in steps.values())
+    assert any("compile" in name for name in steps)

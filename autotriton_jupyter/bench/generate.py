@@ -101,6 +101,8 @@ def bench_generate(
                 # after the first token: decode steps alone, the rate of a long answer
                 "decode_tokens_per_s": (steps - 1) * b / (end - first) if end > first else None,
             }
+            if label == "first (compiles)" and gen.decoder is not None and gen.decoder.compile_step:
+                run["compile"] = _compile_facts()
             result["runs"].append(run)
             emit(
                 f"batch {b} {label}: {run['tokens_per_s']:.1f} tok/s, "
@@ -127,6 +129,26 @@ def bench_generate(
     result["text"] = "\n".join(lines)
     return result
 
+
+def _compile_facts() -> dict[str, Any]:
+    """What the first run's compile was made of (issue 14: a new session's first decode
+    batch should reuse the caches of earlier ones): whether Inductor's and AOTAutograd's
+    on-disk caches hit, and the slowest steps of Dynamo's own timings, cumulative since
+    the process began."""
+    import torch._dynamo.utils as dynamo_utils
+
+    counts = dynamo_utils.counters
+    facts: dict[str, Any] = {
+        "fx_graph_cache": dict(counts.get("inductor", {})),
+        "autograd_cache": dict(counts.get("aot_autograd", {})),
+    }
+    try:
+        rows = str(dynamo_utils.compile_times(repr="str", aggregate=True)).splitlines()[2:]
+        steps = [(name.strip(), float(t)) for name, _, t in (r.rpartition(",") for r in rows) if name]
+        facts["slowest_steps_s"] = dict(sorted(steps, key=lambda x: -x[1])[:12])
+    except (AttributeError, TypeError, ValueError):  # another torch's table
+        pass
+    return facts
 
 def _profile(gen: Any, prompt: Any, budget: int, params: Any, steps: int = 16) -> str:
     """The GPU kernels of `steps` decode steps (after the prefill), heaviest first."""
