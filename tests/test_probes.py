@@ -23,3 +23,33 @@ def test_the_audit_counts_compute_and_keeps_copies_only_when_asked():
     assert full.compute["mm"] == 1 and len(full.copies) == 1
     counting = _run(snapshots=False)  # timing's audited calls: the same counts, no copy made
     assert counting.compute == full.compute and counting.copies == {}
+
+
+def _own_kernel(x):  # what a launcher's `fn` is: a function of the candidate's file (this one)
+    return x
+
+
+def test_timed_launches_are_only_counted():
+    """While timed, a launch is counted (the timed calls' check) but not traced to its
+    storages and stream (what only an observed call's checks read): the judge's own work
+    inside every timed launch stays as small as it can be, audited calls alike."""
+
+    class Interface:
+        pass
+
+    class Launcher(Interface):
+        fn = staticmethod(_own_kernel)
+
+        def run(self, *args, **kwargs):
+            return "launched"
+
+    probe = probes.LaunchProbe(__file__)
+    probe._wrap(Launcher, Launcher.__dict__["run"], Interface)
+    probe.recording = True
+    x = torch.randn(8)
+    assert Launcher().run(x, grid=(1,)) == "launched"
+    assert probe.own["_own_kernel"] == 1 and probe.touched == {probes._ptr(x)}
+    probe.full = False
+    y = torch.randn(8)
+    assert Launcher().run(y, grid=(1,)) == "launched"
+    assert probe.own["_own_kernel"] == 2 and probe.touched == {probes._ptr(x)}

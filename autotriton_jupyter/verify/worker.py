@@ -812,7 +812,7 @@ class WorkerState:
                 prints.append((call, position, projection.take(out)))
 
         probe.reset()
-        probe.recording = True
+        probe.recording, probe.full = True, False  # audited calls too: they must look alike
         try:
             with torch.no_grad():
                 r = timing.bench(
@@ -831,7 +831,7 @@ class WorkerState:
                     check=check,
                 )
         finally:
-            probe.recording = False
+            probe.recording, probe.full = False, True
         r["prints"] = [[call, position, [p.tolist() for p in pairs]] for call, position, pairs in prints]
         kept = [
             {"set": msg["sets"][k], "position": k, "call": call, "outputs": out}
