@@ -25,6 +25,7 @@ from collections import Counter
 from typing import Any
 
 import torch
+from torch.autograd.function import FunctionCtx
 from torch.utils._python_dispatch import TorchDispatchMode
 
 # Ops that only allocate, view, copy or describe data. Everything else is compute.
@@ -443,8 +444,6 @@ _OWN_NAMES = ("self", "cls", "ctx")  # the names the lint trusts (static._OWN_OB
 def _check_own(obj: Any, qualname: str, method: str, param: str) -> None:
     """The check every method of a candidate's class starts with (guard_source puts it
     there): its `self` is one of its class's, an autograd staticmethod's `ctx` autograd's."""
-    from torch.autograd.function import FunctionCtx
-
     cls = _check_own.classes.get(qualname)  # type: ignore[attr-defined]
     if cls is None:
         raise TypeError(
