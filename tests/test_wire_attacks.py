@@ -611,9 +611,9 @@ _DYNAMO_PROBE = textwrap.dedent(
     import json, sys, tempfile, threading
     from autotriton_jupyter.verify import worker
     import torch
-    assert "torch._dynamo" not in sys.modules  # the fork server no longer imports it
+    assert "torch._dynamo" not in sys.modules  # a GPU pool's fork server does not import it
     w = worker.WorkerState("cpu", tempfile.mkdtemp(), 0.0)
-    w.import_dynamo()  # what serve() does right after saying ready
+    w.warm_up()  # what serve() does right after saying ready
     source = '''
     import sys, threading
     import torch
@@ -630,7 +630,7 @@ _DYNAMO_PROBE = textwrap.dedent(
                                  "out_nbytes": [], "tolerance": (0.01, 0.01)})
     seen = sys.modules[worker.CANDIDATE_MODULE].SEEN
     print(json.dumps({"seen": seen, "tampered": reply["tampered"],
-                      "alive": w.dynamo is not None and w.dynamo.is_alive()}))
+                      "alive": w.warming is not None and w.warming.is_alive()}))
     """
 )
 
@@ -645,7 +645,7 @@ def test_the_candidate_runs_after_dynamo_is_imported_and_its_snapshot_sees_no_ta
     )
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
-    assert "autotriton-dynamo" not in got["seen"]["threads"]
+    assert "autotriton-warm-up" not in got["seen"]["threads"]
     assert got["seen"]["threads"] == ["MainThread"]
     assert got["seen"]["dynamo"] is True
     assert got["tampered"] == [] and got["alive"] is False

@@ -34,3 +34,25 @@ def test_the_first_calls_triton_steps_are_read_off_the_workers_cache(tmp_path, m
 def test_no_cache_folder_gives_no_steps(monkeypatch):
     monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
     assert worker._triton_steps(time.time()) == {}
+
+
+def test_a_gpu_workers_triton_warm_up_that_fails_changes_nothing(tmp_path, capfd):
+    """Here there is no GPU, so Triton's warm-up fails: the worker says so in its log and
+    goes on (its candidate's first launch then pays for it, as without a warm-up)."""
+    w = worker.WorkerState("cuda", str(tmp_path), 0.0)
+    w.warm_up()
+    assert w.warming is not None
+    w._await_warm_up()
+    assert w.warming is None and w.warm_s is None
+    assert "Triton's warm-up failed" in capfd.readouterr().out
+
+
+def test_a_cpu_worker_does_not_warm_triton_up(tmp_path, monkeypatch):
+    import sys
+
+    import torch._dynamo  # noqa: F401  (as a CPU pool's fork server leaves it)
+
+    assert "torch._dynamo" in sys.modules
+    w = worker.WorkerState("cpu", str(tmp_path), 0.0)
+    w.warm_up()
+    assert w.warming is None  # nothing left to do on a thread

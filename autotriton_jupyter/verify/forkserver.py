@@ -432,7 +432,7 @@ class Server:
 
 
 def _preload() -> None:
-    """Import torch._dynamo here, once, for every worker forked after (worker.import_dynamo
+    """Import torch._dynamo here, once, for every worker forked after (worker.WorkerState.warm_up
     then has nothing left to do). Trusted code only: no worker has run anything yet."""
     try:
         import torch._dynamo  # noqa: F401

@@ -518,6 +518,8 @@ class Verifier(ReferencePrep, TimedChecks):
             )
             r.add("load", PASS)
             took("load")
+            if loaded.get("triton_warm_up_s") is not None:  # done while the worker waited
+                r.seconds["worker_triton_warm_up"] = _seconds(loaded["triton_warm_up_s"])
             if loaded["unmatched"] and ref.state:
                 r.notes.append(
                     f"{len(loaded['unmatched'])} reference parameters/buffers have no "

@@ -533,7 +533,7 @@ class Pool:
                 launched, self._early = self._early, None
                 self._server = _Server(self.workdir, self.sandboxed, self.start_timeout, launched)
                 if self.device == "cpu":
-                    # Every worker imports torch._dynamo (worker.import_dynamo): on a CPU,
+                    # Every worker imports torch._dynamo (worker.WorkerState.warm_up): on a CPU,
                     # where it costs each worker a second or two of the same few cores,
                     # the server imports it once for all. Never for a GPU: a server that
                     # touched CUDA could fork no working GPU worker.

@@ -229,33 +229,54 @@ class WorkerState:
         self.tensor_attrs: list[str] = []  # attributes a candidate set on tensors (removed)
         self.poison_turn = 0
         self.rng = random.Random(os.urandom(16))
-        self.dynamo: threading.Thread | None = None
+        self.warming: threading.Thread | None = None  # warm_up's thread, until awaited
+        self.warm_s: float | None = None  # how long Triton's warm-up took, when it did
         self.observed = False  # no call of the candidate's yet
 
-    def import_dynamo(self) -> None:
-        """Import torch._dynamo on a thread, while the worker waits for its first command.
+    def warm_up(self) -> None:
+        """On a thread, while the worker waits for its first command: import torch._dynamo
+        (unless the fork server did), and on a GPU make Triton's first launch ready
+        (tritonwarm.py).
 
-        The fork server does not import it (seconds that every first cell and one-shot
-        verify would wait for), but it rebinds torch.manual_seed on import: a candidate's
-        worker waits for it before the judge's snapshot of torch, so that import is never
-        mistaken for tampering, and the reference's before timing torch.compile.
+        The fork server of a GPU pool does not import torch._dynamo (seconds that every
+        first cell and one-shot verify would wait for), but it rebinds torch.manual_seed on
+        import. A candidate's worker waits for this thread before the judge's snapshot of
+        torch (so that import is never mistaken for tampering) and before any candidate
+        code runs; the reference's before timing torch.compile (which compiles with Triton).
         """
-        if "torch._dynamo" in sys.modules:  # the fork server imported it for every worker
+        dynamo = "torch._dynamo" not in sys.modules
+        gpu = self.device == "cuda"
+        if not (dynamo or gpu):
             return
-        thread = threading.Thread(
-            target=importlib.import_module, args=("torch._dynamo",), name="autotriton-dynamo", daemon=True
-        )
+
+        def work() -> None:
+            if dynamo:
+                try:
+                    importlib.import_module("torch._dynamo")
+                except BaseException:  # raised again where it is needed (_await_warm_up)
+                    pass
+            if gpu:
+                t0 = time.perf_counter()
+                try:
+                    from . import tritonwarm
+
+                    tritonwarm.warm_up()
+                    self.warm_s = time.perf_counter() - t0
+                except Exception as e:  # the candidate's first launch pays for it, as before
+                    print(f"autotriton: Triton's warm-up failed: {_describe(e)}", flush=True)
+
+        thread = threading.Thread(target=work, name="autotriton-warm-up", daemon=True)
         try:
             thread.start()
         except RuntimeError:  # no thread to be had: the import happens when it is needed
             return
-        self.dynamo = thread
+        self.warming = thread
 
-    def _await_dynamo(self) -> None:
-        if self.dynamo is not None:
-            self.dynamo.join()
-            self.dynamo = None
-        importlib.import_module("torch._dynamo")  # if the thread failed: raise it here
+    def _await_warm_up(self) -> None:
+        if self.warming is not None:
+            self.warming.join()
+            self.warming = None
+        importlib.import_module("torch._dynamo")  # if the thread's import failed: raise it here
 
     # start-up -----------------------------------------------------------------
     def init_device(self) -> None:
@@ -437,7 +458,7 @@ class WorkerState:
         return None
 
     def op_time_reference(self, msg: dict) -> dict:
-        self._await_dynamo()
+        self._await_warm_up()
         idx = msg["sets"]
         sets = [self.sets[i] for i in idx]
         buffers = [x.clone() if isinstance(x, torch.Tensor) else x for x in sets[0]]
@@ -504,7 +525,7 @@ class WorkerState:
 
     # candidate ------------------------------------------------------------------
     def op_load_candidate(self, msg: dict) -> dict:
-        self._await_dynamo()  # before the snapshot of torch's functions
+        self._await_warm_up()  # before the snapshot of torch's functions
         path = self._write_source(msg["source"], "candidate")
         self.out_nbytes = list(msg.get("out_nbytes", []))
         self.tolerance = tuple(msg.get("tolerance", (0.0, 0.0)))
@@ -563,6 +584,7 @@ class WorkerState:
             "unmatched": unmatched,
             "own_forward": own_forward,
             "tampered": probes.changed_identities(self.snapshot),
+            "triton_warm_up_s": self.warm_s,  # figures only
         }
 
     @staticmethod
@@ -951,7 +973,7 @@ def serve(conn: wire.Channel, device: str, workdir: str, log_fd: int, gpu_fracti
                 }
             )
         )
-        w.import_dynamo()
+        w.warm_up()
     except BaseException as e:
         conn.send_bytes(wire.encode({"ok": False, "error": f"device start failed: {_describe(e)}"}))
         return

@@ -53,6 +53,24 @@ def test_sandboxed_gpu_worker_passes_and_is_timed():
     assert r.sandboxed and r.timing and r.timing["candidate_ms"] > 0
 
 
+def test_a_warm_spares_first_triton_launch_was_made_ready_before_the_candidate():
+    """tritonwarm.py: the spare compiled and loaded our kernel while it waited, so the
+    candidate's first call built no driver module (its file predates the call)."""
+    import time
+
+    task = Task.from_file(CORPUS / "add_relu" / "task.py")
+    with Verifier(VerifyOptions(device="cuda", seed=1, timing=False, parallel=1)) as v:
+        v.prepare(task)
+        v.pool.warm()
+        time.sleep(10)  # a spare that waited: its warm-up is over
+        r = v.verify(task, Candidate.from_file(CORPUS / "add_relu" / "pass_masked.py"))
+    assert r.verdict == "pass", r.reasons
+    print("seconds:", {k: round(x, 3) for k, x in r.seconds.items()})
+    assert r.seconds.get("worker_triton_warm_up", 0) > 0
+    assert "runs_first_call_driver_ready" not in r.seconds
+    assert r.seconds.get("runs_first_call_kernel_ready", 0) > 0  # its own kernel still compiles
+
+
 def test_attacks_are_contained_on_the_gpu(tmp_path):
     task = Task.from_file(CORPUS / "add_relu" / "task.py")
     mark = tmp_path / "mark"
