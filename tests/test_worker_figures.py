@@ -56,3 +56,13 @@ def test_a_cpu_worker_does_not_warm_triton_up(tmp_path, monkeypatch):
     w = worker.WorkerState("cpu", str(tmp_path), 0.0)
     w.warm_up()
     assert w.warming is None  # nothing left to do on a thread
+
+
+def test_a_figure_past_floats_range_is_no_figure():
+    """A reply's integer too large for a float (10**400 survives the wire) is dropped, not
+    raised in the judge."""
+    from autotriton_jupyter.verify.timed import _number
+
+    assert _number(10**400) is None and _number(-1) is None and _number(float("nan")) is None
+    assert _number(True) is None and _number("3") is None
+    assert _number(3) == 3.0 and _number(0.5) == 0.5

@@ -425,7 +425,9 @@ class Verifier(ReferencePrep, TimedChecks):
             r.add(name, FAIL, f.message)
             if f.log.strip():
                 r.errors.append(f.log)
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError) as e:
+        except (
+            KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError, ArithmeticError
+        ) as e:
             # Only a worker that was tampered with sends replies of the wrong shape.
             r.add(
                 "protocol",

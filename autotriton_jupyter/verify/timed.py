@@ -27,8 +27,13 @@ REPLY_SLACK = 64 << 20  # a reply beyond its outputs: observations, notes
 
 def _number(x: Any) -> float | None:
     """A figure a worker reported, or None when it is missing or not a finite number >= 0."""
-    ok = isinstance(x, int | float) and not isinstance(x, bool) and 0 <= x < float("inf")
-    return float(x) if ok else None
+    if not isinstance(x, int | float) or isinstance(x, bool):
+        return None
+    try:
+        f = float(x)  # an integer past float's range (10**400) raises
+    except OverflowError:
+        return None
+    return f if 0 <= f < float("inf") else None
 
 
 def _fmt_ops(ops: dict[str, int]) -> str:

@@ -671,8 +671,6 @@ class WorkerState:
         finally:
             self.probe.recording = False
         obs["seconds"] = time.perf_counter() - t0
-        if first and self.device == "cuda":
-            obs["triton_steps"] = _triton_steps(wall0)
         # Before the judge calls any method of a tensor or a module: are they still torch's?
         patched = probes.changed_methods(self.methods)
         if patched:
@@ -719,6 +717,8 @@ class WorkerState:
                 b.reshape(-1).view(torch.uint8),
             )
         ]
+        if first and self.device == "cuda":  # last: after every check of the call's own
+            obs["triton_steps"] = _triton_steps(wall0)
         return obs, (out if obs["output_problem"] is None else None)
 
     def _scrub(self, inputs: Any, out: Any) -> list[str]:
