@@ -110,3 +110,40 @@ def test_rows_sharing_a_prompt_are_prefilled_once_and_decode_as_plain_decoding(m
     assert [t.tolist() for t in got] == expected
     assert calls[0] == (1, 19)  # the prefill ran on one row
     assert len({tuple(r) for r in sampled.tolist()}) > 1  # rows still sample apart
+
+
+def test_a_longer_cache_is_kept_where_attention_reads_only_the_filled_slots(model):
+    """Its compiled step is specialised on the cache's length: a shorter answer after a
+    longer one keeps the longer cache (no new compile) with the Triton attention, and
+    gets a cache of its own size with the plain attention (which reads every slot)."""
+    decoder = LlamaDecoder(model)
+    decoder.max_len = 1 << 20  # the tiny shape's 2048 positions would cap the lengths
+    decoder._ensure_cache(1, 3000)
+    assert decoder.cache[0][0].shape[2] == 3072
+    decoder._ensure_cache(1, 500)
+    assert decoder.cache[0][0].shape[2] == 1024  # plain attention: as long as needed
+    decoder.triton_attention = True  # what a CUDA device with the kernel has
+    decoder._ensure_cache(1, 3000)
+    decoder._ensure_cache(1, 500)
+    assert decoder.cache[0][0].shape[2] == 3072  # kept
+    decoder._ensure_cache(1, 5000)
+    assert decoder.cache[0][0].shape[2] == 5120  # longer when needed
+    decoder._ensure_cache(2, 500)
+    assert decoder.cache[0][0].shape[:3] == (2, decoder.kv_heads, 1024)  # another batch: its own
+
+
+def test_fewer_rows_decode_in_a_step_compiled_for_more_padded_with_the_first(model):
+    """A step compiled for 4 rows (marked so here: compiling takes long on a CPU) serves an
+    answer of 2: the same tokens as 2 rows decoded alone, with no new step made."""
+    prompt = torch.randint(3, TINY_SHAPE["vocab_size"], (2, 17))
+    with torch.inference_mode():
+        alone = [t.tolist() for t in LlamaDecoder(model).steps(prompt, 12, 0.0, 1.0)]
+        decoder = LlamaDecoder(model)
+        list(decoder.steps(torch.randint(3, TINY_SHAPE["vocab_size"], (4, 30)), 12, 0.0, 1.0))
+        # As on a GPU, where steps are compiled, and this one was (the step made above stays
+        # eager: compiling it would take long on a CPU).
+        decoder.compile_step = True
+        decoder._compiled.add((4, decoder.cache[0][0].shape[2], 0.0, 1.0))
+        padded = [t.tolist() for t in decoder.steps(prompt, 12, 0.0, 1.0)]
+    assert padded == alone
+    assert decoder.cache[0][0].shape[0] == 4  # decoded in the 4-row cache

@@ -138,11 +138,16 @@ class LlamaDecoder:
 
     # cache ----------------------------------------------------------------------------
     def _ensure_cache(self, batch: int, tokens: int) -> None:
-        """A cache for `tokens` positions (rounded up), reused while the shape holds."""
+        """A cache for `tokens` positions (rounded up), reused while the shape holds.
+
+        A longer one than this answer needs is kept too where attention reads only the
+        filled slots (the Triton kernel): the compiled step is specialised on the cache's
+        length, so a new length is a new compile (seconds to a minute), while slots past
+        the answer's cost nothing per step. The plain path attends over every slot."""
         torch = self.torch
-        length = min(-(-tokens // CACHE_BUCKET) * CACHE_BUCKET, max(self.max_len, tokens))
+        length = self._length(tokens)
         if self.cache is not None and self.cache[0][0].shape[0] == batch:
-            if self.cache[0][0].shape[2] >= tokens and self.cache[0][0].shape[2] <= length:
+            if self._reusable(self.cache[0][0].shape[2], tokens):
                 return
         self.cache = None  # free the old one first
         dtype = self.embed.dtype
@@ -157,6 +162,13 @@ class LlamaDecoder:
             ks.append(k)
             vs.append(v)
         self.cache = (ks, vs)
+
+    def _length(self, tokens: int) -> int:
+        return min(-(-tokens // CACHE_BUCKET) * CACHE_BUCKET, max(self.max_len, tokens))
+
+    def _reusable(self, have: int, tokens: int) -> bool:
+        """Whether a cache of `have` positions serves an answer of `tokens` (see _ensure_cache)."""
+        return have >= tokens and (have <= self._length(tokens) or self.triton_attention)
 
     # forward --------------------------------------------------------------------------
     def forward(self, ids: Any, pos: Any) -> Any:
@@ -210,7 +222,29 @@ class LlamaDecoder:
         return self._steps[key]
 
     def steps(self, prompt: Any, max_new: int, temperature: float, top_p: float):
-        """Yield the next token of every row, one step at a time (prompt: [B, P] ids)."""
+        """Yield the next token of every row, one step at a time (prompt: [B, P] ids).
+
+        Fewer rows than a step already compiled for this cache decode in that step, padded
+        with copies of the first row (decoding reads the weights once per step whatever the
+        rows, so a few more cost little, and a new compile costs seconds to a minute)."""
+        b = prompt.shape[0]
+        rows = self._compiled_rows(b, prompt.shape[1] + max_new, temperature, top_p)
+        if rows == b:
+            yield from self._decode(prompt, max_new, temperature, top_p)
+            return
+        padded = self.torch.cat([prompt, prompt[:1].expand(rows - b, -1)])
+        for tokens in self._decode(padded, max_new, temperature, top_p):
+            yield tokens[:b]
+
+    def _compiled_rows(self, b: int, tokens: int, temperature: float, top_p: float) -> int:
+        """The rows of the step compiled for the cache this answer would reuse, if more than b."""
+        if self.cache is None or not self.compile_step:
+            return b
+        rows, length = self.cache[0][0].shape[0], self.cache[0][0].shape[2]
+        fits = self._reusable(length, tokens) and (rows, length, temperature, top_p) in self._compiled
+        return rows if rows > b and fits else b
+
+    def _decode(self, prompt: Any, max_new: int, temperature: float, top_p: float):
         torch = self.torch
         b, p = prompt.shape
         self._ensure_cache(b, p + max_new)
