@@ -69,6 +69,24 @@ def test_fused_decoder_is_used_and_matches_transformers_static_cache():
     assert longer == expected
 
 
+def test_fewer_rows_and_a_shorter_answer_reuse_the_compiled_step():
+    """After a 4-row answer with a long budget, a 2-row answer with a short one decodes
+    in the same compiled step (padded, in the longer cache): the same tokens as plain
+    decoding, and no step compiled for it."""
+    torch.manual_seed(3)
+    model = random_llama(SHAPE, "cuda", dtype=torch.float32)
+    fast = HFGenerator("random", model=model, tokenizer=None, device="cuda", static_cache=True)
+    plain = HFGenerator("random", model=model, tokenizer=None, device="cuda", static_cache=False)
+    params = GenerationParams(max_tokens=3000, temperature=0.0)
+    with torch.inference_mode():
+        steps = fast._token_steps(torch.randint(3, SHAPE["vocab_size"], (4, 40), device="cuda"), 3000, params)
+        [next(steps) for _ in range(8)]
+    compiled = set(fast.decoder._compiled)
+    prompt = torch.randint(3, SHAPE["vocab_size"], (2, 24), device="cuda")
+    assert greedy(fast, prompt, 32) == greedy(plain, prompt, 32)
+    assert fast.decoder._compiled == compiled
+
+
 def test_decode_attention_kernel_matches_reference_in_bf16():
     from autotriton_jupyter.model.decode_attention import decode_attention, reference_attention
 
