@@ -202,7 +202,9 @@ def _made(inputs: list[Any], variant: str, gen: torch.Generator, dev: torch.devi
                 x = x.clone()
                 # Lines along every dim all negative (a max padded with 0, over any dim)
                 x[neg] = -x[neg].abs() - 0.5
-                x[same] = x[same][:1]  # and all one value (a variance of 0, ties)
+                # And all one value (a variance of 0, ties): a negative one, so that where
+                # the two kinds of lines cross, the negative lines stay negative.
+                x[same] = -x[same][:1].abs() - 0.5
         out.append(x)
     return out
 
