@@ -150,6 +150,7 @@ def _compile_facts() -> dict[str, Any]:
         pass
     return facts
 
+
 def _profile(gen: Any, prompt: Any, budget: int, params: Any, steps: int = 16) -> str:
     """The GPU kernels of `steps` decode steps (after the prefill), heaviest first."""
     import torch

@@ -720,8 +720,9 @@ class Verifier(ReferencePrep, TimedChecks):
                 # On a GPU: when its driver module, kernels and launchers were ready (Triton's
                 # builds and compiles, from the worker's cache files; a lie costs only figures).
                 steps = first.get("triton_steps")
+                steps = steps if isinstance(steps, dict) else {}
                 for kind in ("driver", "kernel", "launcher"):
-                    if isinstance(steps, dict) and kind in steps:
+                    if kind in steps:
                         spent[f"runs_first_call_{kind}_ready"] = _seconds(steps[kind])
             runs += got["runs"]
             tampered += got["tampered"]

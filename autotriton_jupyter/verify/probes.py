@@ -82,6 +82,8 @@ class LaunchProbe:
         self.touched.clear()
 
     def touch(self, args: tuple, kwargs: dict) -> None:
+        if not self.full:
+            return
         for a in (*args, *kwargs.values()):
             if isinstance(a, torch.Tensor):
                 self.touched.add(_ptr(a))
@@ -125,8 +127,7 @@ class LaunchProbe:
             leaf = fn is not None and not isinstance(fn, interface)
             if leaf and probe.recording and probe.depth == 0 and not kwargs.get("warmup", False):
                 probe._count(fn, kwargs.get("grid"))
-                if probe.full:
-                    probe.touch(args, kwargs)
+                probe.touch(args, kwargs)
             probe.launching += leaf
             try:
                 return original(kernel, *args, **kwargs)
@@ -148,8 +149,7 @@ class LaunchProbe:
             def counted(*args, **kwargs):
                 if fn is not None and probe.recording and probe.depth == 0:
                     probe._count(fn, grid)
-                    if probe.full:
-                        probe.touch(args, kwargs)
+                    probe.touch(args, kwargs)
                 return runner(*args, **kwargs)
 
             return counted

@@ -68,7 +68,10 @@ def _triton_steps(since: float) -> dict[str, float]:
     the files it left in this worker's own cache: the driver's helper module and the
     launchers (each built by the C compiler), the kernels' binaries. For the figures only."""
     marks: dict[str, float] = {}
-    for folder, _, files in os.walk(os.environ.get("TRITON_CACHE_DIR") or "/nonexistent"):
+    root = os.environ.get("TRITON_CACHE_DIR")
+    if not root:
+        return marks
+    for folder, _, files in os.walk(root):
         for name in files:
             kind = (
                 "driver" if name.startswith("cuda_utils")
