@@ -987,7 +987,45 @@ def _format_strings(tree: ast.Module, linter: _Linter) -> None:
 
 
 def lint(source: str, filename: str = "<candidate>") -> LintResult:
-    """Lint candidate source; a SyntaxError is reported as a problem, not raised."""
+    """Lint candidate source; a SyntaxError is reported as a problem, not raised.
+
+    A source that ends with autotriton's cached-launch block, exactly as launches.py
+    writes it, is linted without it: that code is ours (launch_cache.py), and the
+    kernels it wraps must be ones launches.py would wrap. Names of its kind anywhere
+    else are refused."""
+    from .. import launches
+
+    parts = launches.split(source)
+    if parts is not None:
+        head, wrapped = parts
+        got = lint(head, filename)
+        try:
+            allowed = set(launches.wrappable(head))
+        except SyntaxError:
+            allowed = set()
+        for name in wrapped:
+            if name not in allowed:
+                got.problems.append(
+                    Problem(
+                        "cached_launch", head.count("\n") + 1,
+                        f"The cached-launch block wraps `{name}`, which is not a kernel that "
+                        "autotriton would wrap (a plain @triton.jit kernel, bound once and only "
+                        "launched).",
+                    )
+                )
+        return got
+    if launches.PREFIX in source:
+        line = source[: source.index(launches.PREFIX)].count("\n") + 1
+        return LintResult(
+            [
+                Problem(
+                    "cached_launch", line,
+                    f"Names starting with {launches.PREFIX} are autotriton's own (its cached-launch "
+                    "block, which must be at the end of the source exactly as autotriton writes it).",
+                )
+            ],
+            [], [],
+        )
     try:
         tree = parse_source(source, filename)
     except SyntaxError as e:
