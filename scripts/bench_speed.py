@@ -17,7 +17,8 @@
    model, in this process, timed as a user would (a call at a time, back to back), by the
    verifier's timing loop alone, and by that loop with the timed calls' variation and
    output projections; then the verifier's own figures for the same pair. From one step
-   to the next: the method, the judge's checks, the worker (probes, sandbox).
+   to the next: the method, the judge's checks, the worker (probes, sandbox); and the
+   verifier's figures without the OS sandbox.
 
 Everything is written to OUT.json, and a markdown summary is printed.
 """
@@ -177,6 +178,13 @@ def harness() -> list[dict]:
                 row[name] = got
         with Verifier(VerifyOptions(device="cuda", trials=1, seed=7, reference_cache=False)) as v:
             row["verifier"] = figures(v.verify(Task.from_file(ROOT / task_path), Candidate.from_file(ROOT / kernel_path)))
+        # The same without the OS sandbox: whether the one-call gap of a candidate's worker
+        # (20-24 us on the H100 of 2026-12-05) is the sandbox's or the worker's own.
+        options = VerifyOptions(device="cuda", trials=1, seed=7, reference_cache=False, sandbox=False)
+        with Verifier(options) as v:
+            row["verifier_no_sandbox"] = figures(
+                v.verify(Task.from_file(ROOT / task_path), Candidate.from_file(ROOT / kernel_path))
+            )
         print(json.dumps(row), flush=True)
         rows.append(row)
     return rows
