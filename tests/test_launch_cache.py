@@ -262,3 +262,20 @@ def test_the_cpu_verifier_passes_a_kernel_with_its_launches_cached(tmp_path):
     with Verifier(VerifyOptions(device="cpu", trials=1, seed=3, timing=False)) as v:
         report = v.verify(task, Candidate(out, "cached"))
     assert report.verdict == "pass", report.failed()
+
+
+def test_fine_tuning_learns_the_kernel_not_the_block(tmp_path, monkeypatch):
+    from autotriton_jupyter.store import Store
+    from autotriton_jupyter.training.dataset import dataset_from_library
+
+    monkeypatch.setenv("AUTOTRITON_LIBRARY", str(tmp_path / "lib.sqlite"))
+    out, _ = launches.cached(PASS_MASKED)
+    with Store() as s:
+        t = s.add_task("add_relu", (ROOT / "examples/tasks/add_relu.py").read_text())
+        cid = s.add_candidate(
+            t, round=0, sample=0, model="m", prompt="p", completion="```python\n...```", code=out, report=None
+        )
+        s.accept("add_relu_cached", t, out, candidate_id=cid, edited=True)
+    [example] = dataset_from_library()
+    assert launches.BEGIN not in example.target and "_autotriton" not in example.target
+    assert PASS_MASKED.strip() in example.target
