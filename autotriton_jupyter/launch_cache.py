@@ -49,6 +49,7 @@ class _AutotritonCachedLaunch:
         self.constexpr = tuple(bool(p.is_constexpr) for p in params)
         signature = kernel.signature.parameters
         self.defaults = {n: signature[n].default for n in self.names if signature[n].default is not signature[n].empty}
+        self.hooks = getattr(kernel, "pre_run_hooks", ())  # Triton appends to this list
         self.compiled = {}
 
     def __getattr__(self, name):  # the rest is the kernel's own (warmup, fn, ...)
@@ -65,7 +66,7 @@ class _AutotritonCachedLaunch:
         key = None if values is None else self.key(values, kwargs)
         compiled = None if key is None else self.compiled.get(key)
         kernel = self.kernel
-        if compiled is None or kernel.pre_run_hooks or (kernel.used_global_vals and self.globals_changed()):
+        if compiled is None or self.hooks or (kernel.used_global_vals and self.globals_changed()):
             compiled = kernel[grid](*args, **kwargs)  # Triton's own path
             if key is not None and hasattr(compiled, "__getitem__"):
                 self.compiled[key] = compiled
@@ -132,7 +133,7 @@ def _autotriton_cached(kernel):
     usable = (
         _AutotritonJIT is not None
         and isinstance(kernel, _AutotritonJIT)
-        and all(hasattr(kernel, a) for a in ("params", "signature", "pre_run_hooks", "used_global_vals"))
+        and all(hasattr(kernel, a) for a in ("params", "signature", "used_global_vals"))
     )
     return _AutotritonCachedLaunch(kernel) if usable else kernel
 
