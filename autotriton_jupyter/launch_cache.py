@@ -16,10 +16,13 @@ kernel Triton returned for it, directly.
 Length: the block is one class and one function; the rest of this file is this note.
 """
 
-# >>> autotriton: cached launches
-# Added by autotriton after this kernel was verified: launches skip Triton's per-call host
-# work once the same specialisation was compiled. Delete this block to launch as written.
-import torch as _autotriton_torch
+# >>> autotriton: cached launches (v1)
+# Added by autotriton after this kernel was verified: launches skip Triton's per-call
+# host work once the same specialisation was compiled. The lines at its end wrap the
+# kernels. Keep it as it is (the verifier knows it by its exact text), or delete it,
+# down to the closing marker line, to launch as written. A wrapped kernel cannot be
+# called from inside another kernel: delete its line here first.
+from triton.runtime import driver as _autotriton_driver
 
 try:
     from triton.runtime.jit import JITFunction as _AutotritonJIT
@@ -29,16 +32,18 @@ except ImportError:  # another Triton: kernels are launched as written
 
 class _AutotritonCachedLaunch:
     """A @triton.jit kernel, launched through the kernel Triton compiled for the same
-    specialisation. The key below holds all that Triton specialises a kernel on, and
-    more: the current device; each tensor's dtype and 16-byte alignment; each int's
-    being 1, its divisibility by 16 and its width; which other scalar each is; the
-    exact value of every constexpr and launch option. Any change of them goes through
-    Triton's own path, which compiles (or finds) the right kernel; so does any argument
-    of another kind, a kernel with pre-run hooks, and a change of a global the kernel
-    reads (Triton then raises, as it would). Settings Triton reads from the environment
-    are those of each specialisation's first launch."""
+    specialisation.
 
-    _INT32 = (-(2**31), 2**31)
+    The key holds all that Triton specialises a kernel on, and more: the current
+    device; each tensor's dtype and 16-byte alignment; each int's being 1, its
+    divisibility by 16 and its width; which other scalar each is; the exact value of
+    every constexpr and launch option. Any change of them goes through Triton's own
+    path, which compiles (or finds) the right kernel; so does any argument of another
+    kind, a kernel with pre-run hooks, and a change of a global the kernel reads
+    (Triton then raises, as it would). Triton's settings that it reads on each launch
+    (`triton.knobs`, TRITON_DEBUG) are those of each specialisation's first one.
+    """
+
     _EXACT = (int, float, bool, str, type(None))
 
     def __init__(self, kernel):
@@ -48,12 +53,21 @@ class _AutotritonCachedLaunch:
         self.known = frozenset(self.names)
         self.constexpr = tuple(bool(p.is_constexpr) for p in params)
         signature = kernel.signature.parameters
-        self.defaults = {n: signature[n].default for n in self.names if signature[n].default is not signature[n].empty}
-        self.hooks = getattr(kernel, "pre_run_hooks", ())  # Triton appends to this list
+        self.defaults = {}
+        for name in self.names:
+            if signature[name].default is not signature[name].empty:
+                self.defaults[name] = signature[name].default
+        self.hooks = getattr(kernel, "pre_run_hooks", ())  # Triton appends to it
         self.compiled = {}
 
     def __getattr__(self, name):  # the rest is the kernel's own (warmup, fn, ...)
+        if name == "kernel":  # not made yet (a copy being made): no recursion
+            raise AttributeError(name)
         return getattr(self.kernel, name)
+
+    def current_device(self):  # Triton's, found at the first launch (none at import)
+        self.current_device = _autotriton_driver.active.get_current_device
+        return self.current_device()
 
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
@@ -62,11 +76,14 @@ class _AutotritonCachedLaunch:
         return launch
 
     def launch(self, grid, args, kwargs):
-        values = args if not kwargs and len(args) == len(self.names) else self.bind(args, kwargs)
+        values = args
+        if kwargs or len(args) != len(self.names):
+            values = self.bind(args, kwargs)
         key = None if values is None else self.key(values, kwargs)
         compiled = None if key is None else self.compiled.get(key)
         kernel = self.kernel
-        if compiled is None or self.hooks or (kernel.used_global_vals and self.globals_changed()):
+        stale = kernel.used_global_vals and self.globals_changed()
+        if compiled is None or self.hooks or stale:
             compiled = kernel[grid](*args, **kwargs)  # Triton's own path
             if key is not None and hasattr(compiled, "__getitem__"):
                 self.compiled[key] = compiled
@@ -74,15 +91,16 @@ class _AutotritonCachedLaunch:
         if callable(grid):
             grid = grid(dict(zip(self.names, values)))
         size = len(grid)
-        compiled[(grid[0], grid[1] if size > 1 else 1, grid[2] if size > 2 else 1)](*values)
+        grid = (grid[0], grid[1] if size > 1 else 1, grid[2] if size > 2 else 1)
+        compiled[grid](*values)
         return compiled
 
     def bind(self, args, kwargs):
-        """The arguments in the kernel's order, defaults filled in (None: left to Triton)."""
+        """The arguments in the kernel's order, defaults filled in (None: to Triton)."""
         if len(args) > len(self.names):
             return None
         values = list(args)
-        for name in self.names[len(args):]:
+        for name in self.names[len(values) :]:
             if name in kwargs:
                 values.append(kwargs[name])
             elif name in self.defaults:
@@ -92,7 +110,7 @@ class _AutotritonCachedLaunch:
         return values
 
     def key(self, values, kwargs):
-        parts = [_autotriton_torch.cuda.current_device()]
+        parts = [self.current_device()]
         for value, constexpr in zip(values, self.constexpr):
             kind = type(value)
             if constexpr:
@@ -100,9 +118,9 @@ class _AutotritonCachedLaunch:
                     return None
                 parts.append((kind, value))
             elif kind is int:
-                lo, hi = self._INT32
-                parts.append((value == 1, value % 16 == 0, lo <= value < hi, value < 2**63))
-            elif isinstance(value, _autotriton_torch.Tensor):
+                i32 = -(2**31) <= value < 2**31
+                parts.append((value == 1, value % 16 == 0, i32, value < 2**63))
+            elif hasattr(value, "data_ptr") and hasattr(value, "dtype"):
                 parts.append((value.dtype, value.data_ptr() % 16 == 0))
             elif kind is float or value is None:
                 parts.append(kind)
@@ -130,10 +148,11 @@ class _AutotritonCachedLaunch:
 
 def _autotriton_cached(kernel):
     """The kernel, its launches cached where this Triton allows it (else as it is)."""
+    needs = ("params", "signature", "used_global_vals")
     usable = (
         _AutotritonJIT is not None
         and isinstance(kernel, _AutotritonJIT)
-        and all(hasattr(kernel, a) for a in ("params", "signature", "used_global_vals"))
+        and all(hasattr(kernel, a) for a in needs)
     )
     return _AutotritonCachedLaunch(kernel) if usable else kernel
 

@@ -14,24 +14,37 @@ Length: the transform and the block's recognition, which must agree, side by sid
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 from functools import lru_cache
 from pathlib import Path
 
 from .task import parse_source
 
-BEGIN = "# >>> autotriton: cached launches"
+BEGIN = "# >>> autotriton: cached launches"  # the block's first line starts so; its version follows
 END = "# <<< autotriton: cached launches"
 PREFIX = "_autotriton"  # every name the block binds starts with it
 _WRAP = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*) = _autotriton_cached\(\1\)$")
+_FIRST = re.compile(r"(?m)^# >>> autotriton: cached launches")
+# Every version of the block ever written into kept kernels, by the sha256 of its text (its
+# first line to the line before its first wrapping line), so that a kernel kept by an older
+# autotriton is still recognised. A change to launch_cache.py's block is a new version, added
+# here; none is ever removed (tests/test_launch_cache.py pins the current one).
+KNOWN = {
+    "v1": "0fde81ee0cf7cebf3490a9fd95fbd6a641dec9fb4f3221073b82d385199b507b",
+}
 
 
 @lru_cache(maxsize=1)
 def block() -> str:
-    """launch_cache.py's code, from its BEGIN marker to the line before its END marker."""
+    """launch_cache.py's code, from its first marker line to the line before its closing one."""
     text = (Path(__file__).with_name("launch_cache.py")).read_text(encoding="utf-8")
     start = text.index(BEGIN)
     return text[start : text.index(END, start)]
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _decorator_names(node: ast.FunctionDef) -> list[str]:
@@ -94,9 +107,11 @@ def cached(source: str) -> tuple[str, list[str]] | None:
     """`source` with its launches cached, and the kernels wrapped; None when there is no
     kernel to wrap, the source does not parse, or it has the block already (or names of
     its kind)."""
-    if PREFIX in source:
+    if _FIRST.search(source):
         return None
     try:
+        if prefixed(parse_source(source)):
+            return None
         names = wrappable(source)
     except SyntaxError:
         return None
@@ -106,21 +121,84 @@ def cached(source: str) -> tuple[str, list[str]] | None:
     return source.rstrip() + "\n\n\n" + block() + wraps + END + "\n", names
 
 
-def split(source: str) -> tuple[str, list[str]] | None:
-    """The source above the block, and the kernels the block wraps, when `source` ends with
-    the block exactly as `cached` writes it; else None. Only then may a checker take the block's code as autotriton's own."""
-    at = source.find(BEGIN)
-    if at < 0 or (at and source[at - 1] != "\n"):
+def prefixed(tree: ast.AST) -> list[tuple[str, int]]:
+    """The names in `tree` (bound, read, attributes, parameters, imports, keywords) that
+    start like the block's, with their lines."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            names = [node.id]
+        elif isinstance(node, ast.Attribute):
+            names = [node.attr]
+        elif isinstance(node, ast.arg):
+            names = [node.arg]
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names = [node.name]
+        elif isinstance(node, ast.alias):
+            names = [*node.name.split("."), node.asname or ""]
+        elif isinstance(node, ast.keyword):
+            names = [node.arg or ""]
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            names = list(node.names)
+        elif isinstance(node, ast.ExceptHandler):
+            names = [node.name or ""]
+        else:
+            continue
+        out.extend((n, getattr(node, "lineno", 0)) for n in names if n.startswith(PREFIX))
+    return out
+
+
+def start(source: str) -> int | None:
+    """Where the block's first line is (a line that starts like it), or None."""
+    found = _FIRST.search(source)
+    return None if found is None else found.start()
+
+
+def split(source: str) -> tuple[str, list[str]] | str | None:
+    """For a source that ends with the block as some version of `cached` wrote it: the
+    source above the block, and the kernels the block wraps. For one that has a block
+    line otherwise: what is wrong with it, in a sentence. None: no block at all. Only in
+    the first case may a checker take the block's code as autotriton's own."""
+    at = start(source)
+    if at is None:
         return None
-    tail = source[at:]
-    text = block()
-    if not tail.startswith(text):
-        return None
-    lines = tail[len(text) :].split("\n")
+    first = source[: at].count("\n") + 1  # the block's first line in the file
+    lines = source[at:].split("\n")
+    wraps = next((i for i, line in enumerate(lines) if _WRAP.match(line)), len(lines))
+    text = "\n".join(lines[:wraps]) + "\n"
+    if digest(text) not in KNOWN.values():
+        return _differs(lines[:wraps], first)
     names: list[str] = []
-    while lines and (m := _WRAP.match(lines[0])):
+    i = wraps
+    while i < len(lines) and (m := _WRAP.match(lines[i])):
         names.append(m.group(1))
-        lines.pop(0)
-    if not names or not lines or lines[0] != END or any(x.strip() for x in lines[1:]):
-        return None
+        i += 1
+    if not names:
+        return f"the cached-launch block (line {first}) wraps no kernel"
+    if i >= len(lines) or lines[i] != END:
+        return f"line {first + i} should be the cached-launch block's closing line ({END})"
+    if any(x.strip() for x in lines[i + 1 :]):
+        return f"the source goes on after the cached-launch block's closing line (line {first + i})"
     return source[:at], names
+
+
+def _differs(lines: list[str], first: int) -> str:
+    """Where a block's text parts from the current block's (or that its version is unknown)."""
+    ours = block().split("\n")
+    version = lines[0][len(BEGIN) :].strip(" ()\r")
+    if lines[0].rstrip("\r") != ours[0] and version and version not in KNOWN:
+        return (
+            f"the cached-launch block (line {first}) is of a version this autotriton does not "
+            f"know ({version})"
+        )
+    for k, (theirs, mine) in enumerate(zip(lines, ours)):
+        if theirs != mine:
+            return (
+                f"line {first + k} of the cached-launch block differs from autotriton's "
+                f"(it reads {theirs.strip()[:60]!r}, autotriton's {mine.strip()[:60]!r}): it "
+                "is recognised only as autotriton wrote it, a formatter's changes included"
+            )
+    return (
+        f"the cached-launch block (line {first}) is {'shorter' if len(lines) < len(ours) else 'longer'} "
+        "than autotriton's, or its wrapping lines are not `kernel = _autotriton_cached(kernel)`"
+    )

@@ -32,8 +32,8 @@ def three_args(x_ptr, n, B: tl.constexpr):
 
 @pytest.fixture
 def one_device(monkeypatch):
-    """The key reads the current CUDA device; this machine has none."""
-    monkeypatch.setattr(launch_cache._autotriton_torch.cuda, "current_device", lambda: 0)
+    """The key reads Triton's current device; this machine has none."""
+    monkeypatch.setattr(launch_cache._AutotritonCachedLaunch, "current_device", lambda self: 0)
 
 
 def _triton_key(kernel: JITFunction, args: tuple, kwargs: dict) -> str | None:
@@ -235,23 +235,70 @@ def test_the_cached_form_appends_the_block_as_it_is_and_wraps_each_kernel():
 
 def test_the_lint_takes_the_block_as_ours_only_when_it_is_exactly_ours():
     out, _ = launches.cached(PASS_MASKED)
-    assert static.lint(out).problems == []
-    assert static.lint(out).kernels == static.lint(PASS_MASKED).kernels
-    tampered = out.replace("return compiled\n", "return None\n", 1)
-    assert launches.split(tampered) is None and static.lint(tampered).problems
-    trailing = out + "print('after')\n"
-    assert launches.split(trailing) is None and static.lint(trailing).problems
-    other = out.replace(
-        "add_relu_kernel = _autotriton_cached(add_relu_kernel)", "torch = _autotriton_cached(torch)"
+    got = static.lint(out)
+    assert got.problems == [] and got.kernels == static.lint(PASS_MASKED).kernels
+    assert any("cached-launch block, wrapping add_relu_kernel" in n for n in got.notes)
+
+    def refused(source: str) -> str:
+        problems = static.lint(source).problems
+        assert [p.check for p in problems] == ["cached_launch"], problems
+        assert "Delete the block" in problems[0].message or "rename it" in problems[0].message
+        return problems[0].message.lower()
+
+    assert "differs from autotriton's" in refused(out.replace("return compiled\n", "return None\n", 1))
+    line = out.split("\n").index("    _EXACT = (int, float, bool, str, type(None))") + 1
+    assert f"line {line} of the cached-launch block" in refused(
+        out.replace("    _EXACT = (int, float, bool, str, type(None))", "    _EXACT = (int, float)")
     )
-    assert any("not a kernel that autotriton would wrap" in p.message for p in static.lint(other).problems)
+    assert "goes on after" in refused(out + "print('after')\n")
+    assert "closing line" in refused(out.replace(launches.END, "# the end"))
+    assert "does not know (v9)" in refused(out.replace("cached launches (v1)", "cached launches (v9)"))
+    renamed = out.replace("def add_relu_kernel(", "def relu_kernel(").replace(
+        "add_relu_kernel[", "relu_kernel["
+    )
+    assert "no kernel named `add_relu_kernel` is defined above it" in refused(renamed)
+    other = out.replace("add_relu_kernel = _autotriton_cached(add_relu_kernel)", "torch = _autotriton_cached(torch)")
+    assert "no kernel named `torch`" in refused(other)
+    passed_around = out.replace("\n\n\n# >>> autotriton", "\nPICK = add_relu_kernel\n\n\n# >>> autotriton", 1)
+    assert "`add_relu_kernel` is not a kernel autotriton would wrap" in refused(passed_around)
+    # The block's names anywhere else: refused, whether it is there or not.
     sneaky = PASS_MASKED.replace("import torch\n", "import torch\n_autotriton_flag = 1\n", 1)
-    problems = static.lint(sneaky).problems
-    assert [p.check for p in problems] == ["cached_launch"] and "autotriton's own" in problems[0].message
-    inside = launches.cached(sneaky.replace("_autotriton_flag = 1\n", ""))[0].replace(
-        "import torch\n", "import torch\n_autotriton_torch = 1\n", 1
+    assert "_autotriton_flag starts like the names" in refused(sneaky)
+    above = out.replace("import torch\n", "import torch\n_autotriton_driver = None\n", 1)
+    assert "_autotriton_driver starts like" in refused(above)
+    # Only names that start so: a kernel or a comment that merely contains it is fine.
+    innocent = PASS_MASKED.replace("add_relu_kernel", "add_relu_autotriton_kernel") + "# _autotriton_cached\n"
+    assert static.lint(innocent).problems == [] and launches.cached(innocent) is not None
+
+
+def test_every_version_of_the_block_is_kept_and_the_current_one_is_pinned():
+    """A kept kernel keeps the block of the autotriton that wrote it: editing the block
+    must add a version to launches.KNOWN (never change or remove one)."""
+    first = launches.block().split("\n", 1)[0]
+    version = first[len(launches.BEGIN) :].strip(" ()")
+    assert launches.KNOWN[version] == launches.digest(launches.block()), (
+        "launch_cache.py's block changed: give it a new version in its first line and add "
+        "its digest to launches.KNOWN, keeping the old ones"
     )
-    assert static.lint(inside).problems  # the block's names, bound above it too
+    assert version == max(launches.KNOWN, key=lambda v: int(v[1:]))
+
+
+def test_the_block_reads_the_same_after_a_formatter():
+    """Kept code gets formatted by its owner's tools: the block is already as ruff (and
+    black, at their default 88 columns) would write it."""
+    import shutil
+    import subprocess
+    import sys
+
+    ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+    if not Path(ruff).exists():
+        pytest.skip("ruff is not installed here")
+    got = subprocess.run(
+        [ruff, "format", "--line-length", "88", "--diff", "-"],
+        input=launches.block() + "k = _autotriton_cached(k)\n" + launches.END + "\n",
+        capture_output=True, text=True, check=False,
+    )
+    assert got.returncode == 0, got.stdout
 
 
 def test_the_cpu_verifier_passes_a_kernel_with_its_launches_cached(tmp_path):

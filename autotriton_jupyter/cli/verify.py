@@ -125,7 +125,7 @@ def _tune(args: argparse.Namespace, cand: Any, report: Any, judge: Callable, pro
             progress(f"tuning: the best variant was written to {args.tuned_out}")
     elif args.tuned_out:  # asked for a file: said even with --quiet
         why = (
-            f"no tuning ({tuned.skipped})"
+            f"no tuning: {tuned.skipped}"
             if tuned.skipped
             else "tuning stopped: a variant was caught cheating"
             if tuned.suspect

@@ -986,6 +986,44 @@ def _format_strings(tree: ast.Module, linter: _Linter) -> None:
             )
 
 
+def _lint_with_block(source: str, filename: str, parts: tuple[str, list[str]] | str) -> LintResult:
+    """The lint of a source with autotriton's cached-launch block: the code above it, linted
+    as any candidate; the block, recognised (launches.split) or refused with what is wrong."""
+    from .. import launches
+
+    head = source[: launches.start(source)]
+    got = lint(head, filename)
+    delete = (
+        " Delete the block, from its `# >>> autotriton` line to its `# <<< autotriton` line, "
+        "to verify the kernel as written."
+    )
+    if isinstance(parts, str):
+        message = f"{parts[0].upper()}{parts[1:]}.{delete}"
+        got.problems.append(Problem("cached_launch", head.count("\n") + 1, message))
+        return got
+    _, wrapped = parts
+    try:
+        allowed = set(launches.wrappable(head))
+        defined = {n.name for n in parse_source(head).body if isinstance(n, ast.FunctionDef)}
+    except SyntaxError:
+        return got  # the lint of the code above has said so
+    for name in wrapped:
+        if name not in allowed:
+            why = (
+                f"no kernel named `{name}` is defined above it (renamed?)"
+                if name not in defined
+                else f"`{name}` is not a kernel autotriton would wrap (a plain @triton.jit kernel, "
+                "bound once, named only where it is launched)"
+            )
+            message = f"The cached-launch block wraps `{name}`, but {why}.{delete}"
+            got.problems.append(Problem("cached_launch", head.count("\n") + 1, message))
+    got.notes.append(
+        f"ends with autotriton's cached-launch block, wrapping {', '.join(wrapped)}: judged with it"
+        " (on the CPU interpreter it launches the kernels as written)"
+    )
+    return got
+
+
 def lint(source: str, filename: str = "<candidate>") -> LintResult:
     """Lint candidate source; a SyntaxError is reported as a problem, not raised.
 
@@ -997,40 +1035,26 @@ def lint(source: str, filename: str = "<candidate>") -> LintResult:
 
     parts = launches.split(source)
     if parts is not None:
-        head, wrapped = parts
-        got = lint(head, filename)
-        try:
-            allowed = set(launches.wrappable(head))
-        except SyntaxError:
-            allowed = set()
-        for name in wrapped:
-            if name not in allowed:
-                got.problems.append(
-                    Problem(
-                        "cached_launch", head.count("\n") + 1,
-                        f"The cached-launch block wraps `{name}`, which is not a kernel that "
-                        "autotriton would wrap (a plain @triton.jit kernel, bound once and only "
-                        "launched).",
-                    )
-                )
-        return got
-    if launches.PREFIX in source:
-        line = source[: source.index(launches.PREFIX)].count("\n") + 1
-        return LintResult(
-            [
-                Problem(
-                    "cached_launch", line,
-                    f"Names starting with {launches.PREFIX} are autotriton's own (its cached-launch "
-                    "block, which must be at the end of the source exactly as autotriton writes it).",
-                )
-            ],
-            [], [],
-        )
+        return _lint_with_block(source, filename, parts)
     try:
         tree = parse_source(source, filename)
     except SyntaxError as e:
         return LintResult(
             [Problem("syntax", e.lineno or 0, f"The candidate is not valid Python (line {e.lineno}: {e.msg}).")],
+            [], [],
+        )
+    own = launches.prefixed(tree)
+    if own:
+        name, line = own[0]
+        return LintResult(
+            [
+                Problem(
+                    "cached_launch", line,
+                    f"line {line}: the name {name} starts like the names of autotriton's "
+                    f"cached-launch block ({launches.PREFIX}), which only that block, at the "
+                    "end of the source exactly as autotriton writes it, may use; rename it.",
+                )
+            ],
             [], [],
         )
     for node in ast.walk(tree):
