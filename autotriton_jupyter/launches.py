@@ -24,6 +24,7 @@ from .task import parse_source
 BEGIN = "# >>> autotriton: cached launches"  # the block's first line starts so; its version follows
 END = "# <<< autotriton: cached launches"
 PREFIX = "_autotriton"  # every name the block binds starts with it
+OWN_CLASS = "_AutotritonCachedLaunch"  # the block's class
 _WRAP = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*) = _autotriton_cached\(\1\)$")
 _FIRST = re.compile(r"(?m)^# >>> autotriton: cached launches")
 # Every version of the block ever written into kept kernels, by the sha256 of its text (its

@@ -326,3 +326,17 @@ def test_fine_tuning_learns_the_kernel_not_the_block(tmp_path, monkeypatch):
     [example] = dataset_from_library()
     assert launches.BEGIN not in example.target and "_autotriton" not in example.target
     assert PASS_MASKED.strip() in example.target
+
+
+def test_the_blocks_class_is_ours_and_skips_the_judges_self_check_but_no_other_does():
+    import ast
+
+    from autotriton_jupyter.verify import probes
+
+    out, _ = launches.cached(PASS_MASKED)
+    guarded = ast.unparse(probes.guard_source(ast.parse(out), skip={launches.OWN_CLASS}))
+    block_at = guarded.index("class _AutotritonCachedLaunch")
+    assert probes.GUARD_NAME in guarded[:block_at]  # ModelNew's methods still check
+    assert probes.GUARD_NAME not in guarded[block_at:]
+    nested = "class Outer:\n    class _AutotritonCachedLaunch:\n        def f(self):\n            pass\n"
+    assert probes.GUARD_NAME in ast.unparse(probes.guard_source(ast.parse(nested), skip={launches.OWN_CLASS}))
