@@ -99,6 +99,9 @@ class _AutotritonCachedLaunch:
         """The arguments in the kernel's order, defaults filled in (None: to Triton)."""
         if len(args) > len(self.names):
             return None
+        for name in self.names[: len(args)]:
+            if name in kwargs:  # given twice: Triton says so
+                return None
         values = list(args)
         for name in self.names[len(values) :]:
             if name in kwargs:

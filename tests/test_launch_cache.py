@@ -105,6 +105,7 @@ def test_arguments_of_other_kinds_are_left_to_triton(one_device):
     assert wrapped.key((x, 16, [16]), {}) is None  # a constexpr that is not a plain value
     assert wrapped.key((x, 16, 16), {"num_warps": [4]}) is None
     assert wrapped.bind((x,), {}) is None  # too few: Triton says what is missing
+    assert wrapped.bind((x, 16), {"n": 16, "B": 16}) is None  # n twice: Triton says so
     assert wrapped.bind((x, 1, 2, 3), {}) is None
     assert wrapped.key((x, 16, 16), {}) != wrapped.key((x, 16, 32), {})
 
@@ -266,6 +267,13 @@ def test_the_lint_takes_the_block_as_ours_only_when_it_is_exactly_ours():
     assert "_autotriton_flag starts like the names" in refused(sneaky)
     above = out.replace("import torch\n", "import torch\n_autotriton_driver = None\n", 1)
     assert "_autotriton_driver starts like" in refused(above)
+    # In any case: a class of the block's name above it would be taken for the block's.
+    planted = out.replace("import torch\n", "import torch\n\n\nclass _AutotritonCachedLaunch:\n    pass\n", 1)
+    assert "_autotritoncachedlaunch starts like" in refused(planted)
+    # Built-ins the block reads, rebound above it, would run the candidate's code in it.
+    rebound = out.replace("import torch\n", "import torch\n\n\ndef zip(*args):\n    return ()\n", 1)
+    assert "rebinds `zip`, a built-in the block uses" in refused(rebound)
+    assert launches.cached(PASS_MASKED + "\n\nsorted = None\n") is None  # so none is made
     # Only names that start so: a kernel or a comment that merely contains it is fine.
     innocent = PASS_MASKED.replace("add_relu_kernel", "add_relu_autotriton_kernel") + "# _autotriton_cached\n"
     assert static.lint(innocent).problems == [] and launches.cached(innocent) is not None
@@ -334,9 +342,12 @@ def test_the_blocks_class_is_ours_and_skips_the_judges_self_check_but_no_other_d
     from autotriton_jupyter.verify import probes
 
     out, _ = launches.cached(PASS_MASKED)
-    guarded = ast.unparse(probes.guard_source(ast.parse(out), skip={launches.OWN_CLASS}))
+    line = out[: launches.start(out)].count("\n") + 1
+    guarded = ast.unparse(probes.guard_source(ast.parse(out), skip={(launches.OWN_CLASS, line)}))
     block_at = guarded.index("class _AutotritonCachedLaunch")
     assert probes.GUARD_NAME in guarded[:block_at]  # ModelNew's methods still check
     assert probes.GUARD_NAME not in guarded[block_at:]
+    above = "class _AutotritonCachedLaunch:\n    def f(self):\n        pass\n"
+    assert probes.GUARD_NAME in ast.unparse(probes.guard_source(ast.parse(above), skip={(launches.OWN_CLASS, 5)}))
     nested = "class Outer:\n    class _AutotritonCachedLaunch:\n        def f(self):\n            pass\n"
-    assert probes.GUARD_NAME in ast.unparse(probes.guard_source(ast.parse(nested), skip={launches.OWN_CLASS}))
+    assert probes.GUARD_NAME in ast.unparse(probes.guard_source(ast.parse(nested), skip={(launches.OWN_CLASS, 0)}))

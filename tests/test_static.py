@@ -110,6 +110,14 @@ def test_item_is_host_compute():
             "def helper(x):\n    return x\n@triton.jit\ndef k2(p):\n    helper(p)\n",
             "kernel_calls_python",
         ),
+        (  # a built-in rebound at module level is the candidate's Python in the kernel
+            "def min(a, b):\n    return a\n@triton.jit\ndef k2(p):\n    x = min(p, 1)\n",
+            "kernel_calls_python",
+        ),
+        (
+            "if True:\n    max = abs\n@triton.jit\ndef k2(p):\n    x = max(p, 1)\n",
+            "kernel_calls_python",
+        ),
     ],
 )
 def test_rules_against_escapes(body, check):

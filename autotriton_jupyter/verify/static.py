@@ -105,6 +105,47 @@ class _Scope:
     classes: set[str] = field(default_factory=set)
     kernel_bodies: set[str] = field(default_factory=set)
     kernels: list[str] = field(default_factory=list)
+    module_bound: dict[str, int] = field(default_factory=dict)  # module-level names -> line
+
+
+def module_bindings(tree: ast.Module) -> dict[str, int]:
+    """Names bound at module level (where a kernel's or the cached-launch block's global
+    lookups land, before builtins), with the line of their first binding: definitions,
+    imports and assignment targets of the module's statements, those inside module-level
+    if/for/while/with/try included, not those inside functions or classes."""
+    out: dict[str, int] = {}
+
+    def bind(name: str, node: ast.AST) -> None:
+        out.setdefault(name, getattr(node, "lineno", 0))
+
+    def visit(stmts: list[ast.stmt]) -> None:
+        for st in stmts:
+            if isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                bind(st.name, st)
+                continue
+            if isinstance(st, ast.Import | ast.ImportFrom):
+                for a in st.names:
+                    bind((a.asname or a.name).split(".")[0], st)
+                continue
+            for node in ast.walk(st):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+                    continue
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+                    bind(node.id, node)
+                elif isinstance(node, ast.ExceptHandler) and node.name:
+                    bind(node.name, node)
+                elif isinstance(node, ast.MatchAs | ast.MatchStar) and node.name:
+                    bind(node.name, node)
+            for field_name in ("body", "orelse", "finalbody", "handlers"):
+                inner = getattr(st, field_name, None)
+                if isinstance(inner, list):
+                    visit([x for x in inner if isinstance(x, ast.stmt)])
+                    for h in inner:
+                        if isinstance(h, ast.ExceptHandler):
+                            visit(h.body)
+
+    visit(tree.body)
+    return out
 
 
 class _Paths:
@@ -787,7 +828,10 @@ class _Linter(ast.NodeVisitor):
         """Inside @triton.jit code, only Triton, builtins and the candidate's own kernels."""
         f = node.func
         if isinstance(f, ast.Name):
-            if f.id in allow.BUILTINS or f.id in self.scope.kernel_bodies:
+            # A builtin the candidate rebinds at module level is its own Python, which
+            # Triton would run while compiling the kernel.
+            rebound = f.id in self.scope.module_bound
+            if (f.id in allow.BUILTINS and not rebound) or f.id in self.scope.kernel_bodies:
                 return
             if f.id in self.scope.defined and f.id not in self.scope.aliases:
                 pass  # a host function called from a kernel: refused below
@@ -1003,10 +1047,19 @@ def _lint_with_block(source: str, filename: str, parts: tuple[str, list[str]] | 
         return got
     _, wrapped = parts
     try:
-        allowed = set(launches.wrappable(head))
-        defined = {n.name for n in parse_source(head).body if isinstance(n, ast.FunctionDef)}
+        tree = parse_source(head)
     except SyntaxError:
         return got  # the lint of the code above has said so
+    allowed = set(launches.wrappable(head))
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    bound = module_bindings(tree)
+    for name in sorted(set(bound) & launches.block_builtins()):
+        message = (
+            f"line {bound[name]}: the code above autotriton's cached-launch block rebinds `{name}`, "
+            f"a built-in the block uses, so the block would run the candidate's `{name}`; rename it."
+            f"{delete}"
+        )
+        got.problems.append(Problem("cached_launch", bound[name], message))
     for name in wrapped:
         if name not in allowed:
             why = (
@@ -1061,6 +1114,7 @@ def lint(source: str, filename: str = "<candidate>") -> LintResult:
         for child in ast.iter_child_nodes(node):
             child._parent = node  # type: ignore[attr-defined]
     scope = _collect(tree)
+    scope.module_bound = module_bindings(tree)
     paths = _Paths(scope)
     _module_aliases(tree, scope, paths)
     _kernels(tree, scope, paths)
