@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import launches
 from .config import RANK_FIGURES, TritonizeOptions
 from .task import Candidate
 from .verify.report import GAMING_CHECKS
@@ -31,8 +30,6 @@ WARPS = (1, 2, 4, 8, 16)
 STAGES = (1, 2, 3, 4, 5)
 BLOCK_RANGE = (16, 8192)  # a size is halved or doubled, never beyond these
 FASTER = 0.95  # a variant counts as faster below this fraction of the original's time
-# Cached launches change no kernel, only host work: kept when they save at least this much.
-FASTER_LAUNCH = 0.98
 DEFAULT_VARIANTS = TritonizeOptions.tune_variants
 BATCH = 4  # variants verified together when a time budget is set (checked between batches)
 
@@ -58,16 +55,12 @@ class Variant:
 
     source: str
     changes: dict[str, tuple[int | None, int]]  # knob label -> (was, now)
-    cached_launches: tuple[str, ...] = ()  # kernels launched through launch_cache.py's block
 
     def describe(self) -> str:
-        parts = [
+        return ", ".join(
             f"{label}: {'default' if was is None else was} -> {now}"
             for label, (was, now) in self.changes.items()
-        ]
-        if self.cached_launches:
-            parts.append(f"launches cached ({', '.join(self.cached_launches)})")
-        return ", ".join(parts)
+        )
 
 
 @dataclass
@@ -141,7 +134,7 @@ class Tuning:
         else:
             lines.append(
                 f"  no variant was at least {1 / FASTER - 1:.0%} faster than the original "
-                f"(cached launches: {1 / FASTER_LAUNCH - 1:.0%}) and verified: the original stays"
+                "and verified: the original stays"
             )
         return "\n".join(lines)
 
@@ -400,8 +393,6 @@ _CHEATING = GAMING_CHECKS - {
 
 def _suspect(result: Tuning) -> bool:
     for t in result.tried:
-        if t.variant.cached_launches:
-            continue  # launched through autotriton's own code: a failure there is not the kernel's
         for c in (t.report.failed() if t.report is not None and hasattr(t.report, "failed") else []):
             if c.name in _CHEATING:
                 result.suspect = (
@@ -445,7 +436,7 @@ def tune(
         return Tuning(base, figure=figure, skipped=why)
     found, notes = knobs(candidate.source)
     todo = variants(candidate.source, limit)
-    if not todo and launches.cached(candidate.source) is None:
+    if not todo:
         why = "; ".join(notes) or "no launch parameter written as a number, and no launch to add one to"
         return Tuning(base, figure=figure, skipped=f"nothing to tune: {why}")
     if budget_s is not None and budget_s <= 0:
@@ -478,7 +469,7 @@ def tune(
         result.tried.extend(got)
         return got
 
-    size = max(1, len(todo)) if budget_s is None else BATCH
+    size = len(todo) if budget_s is None else BATCH
     singles: list[Tried] = []
     for at in range(0, len(todo), size):
         batch = todo[at : at + size]
@@ -507,26 +498,4 @@ def tune(
             )
     winners = [t for t in result.tried if t.ms is not None and t.ms < base * FASTER]
     result.best = min(winners, key=lambda t: t.ms or 0.0) if winners else None
-    _cache_launches(result, candidate.source, affordable, run)
     return result
-
-
-def _cache_launches(
-    result: Tuning, source: str, affordable: Callable[[], bool], run: Callable[[list[Variant]], list[Tried]]
-) -> None:
-    """The best so far (the original, or the best variant) with its launches cached
-    (launches.py), verified in full like any variant; it wins if it saves time."""
-    start = result.best.variant if result.best is not None else Variant(source, {})
-    got = launches.cached(start.source)
-    if got is None:
-        return
-    if not affordable():
-        result.stopped = "; ".join(
-            x for x in (result.stopped, "cached launches were not tried: the tuning budget was spent") if x
-        )
-        return
-    cached_source, names = got
-    [tried] = run([Variant(cached_source, dict(start.changes), tuple(names))])
-    best_ms = result.best.ms if result.best is not None else result.original_ms
-    if tried.ms is not None and best_ms and tried.ms < best_ms * FASTER_LAUNCH:
-        result.best = tried

@@ -5,9 +5,8 @@
 
 1. Launch overhead per call of a trivial kernel: an empty-ish Triton kernel against the
    same work in eager PyTorch, one call at a time (synchronised) and back to back; and
-   a small add launched as model-written code does and with its grid and output made
-   once, each as written and with its launches cached (launch_cache.py, what a kept
-   kernel gets), and through Triton's compiled-kernel runner: what cheaper launches save.
+   a small add launched three ways (as model-written code does, with its grid and output
+   made once, through Triton's compiled-kernel runner): what cheaper launches could save.
 2. For each (task, passing kernel) pair, the GPU example tasks first, then the real-world
    corpus (tests/realworld/*/task.py + kernel.py): the verifier's per-call and
    back-to-back figures for the kernel, eager and torch.compile; then the tuning pass
@@ -94,23 +93,7 @@ def launch_paths() -> dict:
     def made_once() -> None:
         add[grid](x, y, kept, n, BLOCK=1024)
 
-    from autotriton_jupyter.launch_cache import _autotriton_cached
-
-    cached = _autotriton_cached(add)
-
-    def as_written_cached() -> None:  # what a kept kernel's launches cost (launches.py)
-        out = torch.empty_like(x)
-        cached[lambda meta: (triton.cdiv(out.numel(), meta["BLOCK"]),)](x, y, out, out.numel(), BLOCK=1024)
-
-    def made_once_cached() -> None:
-        cached[grid](x, y, kept, n, BLOCK=1024)
-
-    paths = {
-        "as_written": as_written,
-        "as_written_launches_cached": as_written_cached,
-        "grid_and_output_made_once": made_once,
-        "grid_and_output_made_once_launches_cached": made_once_cached,
-    }
+    paths = {"as_written": as_written, "grid_and_output_made_once": made_once}
     try:
         compiled = add.warmup(x, y, kept, n, BLOCK=1024, grid=grid)
         runner = compiled[grid]

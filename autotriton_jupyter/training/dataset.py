@@ -4,7 +4,7 @@ pairs, the held-out split, and the dataset's hash (kept with each adapter).
 Each accepted kernel is one chat example in the model's own prompt format: the chat
 exactly as it was sent to the model (for a repair round, the task, the failed answer and
 the verifier's reasons), then the target: the accepted completion, or just the code (in
-a fenced block, without autotriton's cached-launch block) when the user edited it. Kernels kept by a version that did not store the
+a fenced block) when the user edited it. Kernels kept by a version that did not store the
 chat (library schema 1 and older) train on their user turns as one turn. SFT (sft.py)
 learns the targets; GRPO (grpo.py) uses the tasks of the same examples.
 """
@@ -46,7 +46,7 @@ def dataset_from_library(library: str | None = None) -> list[Example]:
         if not chat:
             continue
         target = (
-            f"```python\n{_own_code(a.code).strip()}\n```" if a.edited or not a.completion else a.completion
+            f"```python\n{a.code.strip()}\n```" if a.edited or not a.completion else a.completion
         )
         key = hashlib.sha256((json.dumps(chat) + "\0" + target).encode()).hexdigest()
         if key not in seen:
@@ -58,15 +58,6 @@ def dataset_from_library(library: str | None = None) -> list[Example]:
             "accept some with %%autotriton (or autotriton tritonize) first."
         )
     return examples
-
-
-def _own_code(code: str) -> str:
-    """The kernel's code without autotriton's cached-launch block (launches.py): the model
-    learns kernels, not the block autotriton appends to them."""
-    from ..launches import split as split_block
-
-    parts = split_block(code)
-    return code if parts is None else parts[0]
 
 
 def split(examples: list[Example], share: float, seed: int) -> tuple[list[Example], list[Example]]:

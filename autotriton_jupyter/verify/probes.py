@@ -469,20 +469,18 @@ def _check_own(obj: Any, qualname: str, method: str, param: str) -> None:
 _check_own.classes = {}  # type: ignore[attr-defined]
 
 
-def guard_source(tree: ast.Module, skip: set[tuple[str, int]] | frozenset = frozenset()) -> ast.Module:
+def guard_source(tree: ast.Module) -> ast.Module:
     """Every function defined directly in a class body whose first parameter is `self`,
     `cls` or `ctx` gets, as its first statement, a call that checks that object (_check_own).
 
     The lint trusts those names with the candidate's own attributes; without this,
     `Own.method(obj)`, or a raw copy of the function kept in a tuple or by a decorator,
     would make any object `self`. The check is part of the function's own code, so every
-    copy of it checks. Line numbers are kept (the call takes the first statement's).
-    A module-level class named as in `skip` ((name, line)), defined below that line, is
-    left as it is (autotriton's own: the cached-launch block's)."""
+    copy of it checks. Line numbers are kept (the call takes the first statement's)."""
     for node in ast.walk(tree):
         if GUARD_NAME in _names_in(node):
             raise ValueError(f"the candidate uses the name {GUARD_NAME}, which is the judge's")
-    _guard_classes(tree, [], skip)
+    _guard_classes(tree, [])
     return ast.fix_missing_locations(tree)
 
 
@@ -505,12 +503,8 @@ def _names_in(node: ast.AST) -> tuple[str | None, ...]:
     return ()
 
 
-def _guard_classes(node: ast.AST, path: list[str], skip: set[tuple[str, int]] | frozenset = frozenset()) -> None:
+def _guard_classes(node: ast.AST, path: list[str]) -> None:
     for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.ClassDef) and not path and any(
-            child.name == name and child.lineno > line for name, line in skip
-        ):
-            continue
         if isinstance(child, ast.ClassDef):
             qual = [*path, child.name]
             for item in child.body:

@@ -109,8 +109,8 @@ class _Scope:
 
 
 def module_bindings(tree: ast.Module) -> dict[str, int]:
-    """Names bound at module level (where a kernel's or the cached-launch block's global
-    lookups land, before builtins), with the line of their first binding: definitions,
+    """Names bound at module level (where a kernel's global lookups land, before the
+    builtins), with the line of their first binding: definitions,
     imports and assignment targets of the module's statements, those inside module-level
     if/for/while/with/try included, not those inside functions or classes."""
     out: dict[str, int] = {}
@@ -1030,84 +1030,13 @@ def _format_strings(tree: ast.Module, linter: _Linter) -> None:
             )
 
 
-def _lint_with_block(source: str, filename: str, parts: tuple[str, list[str]] | str) -> LintResult:
-    """The lint of a source with autotriton's cached-launch block: the code above it, linted
-    as any candidate; the block, recognised (launches.split) or refused with what is wrong."""
-    from .. import launches
-
-    head = source[: launches.start(source)]
-    got = lint(head, filename)
-    delete = (
-        " Delete the block, from its `# >>> autotriton` line to its `# <<< autotriton` line, "
-        "to verify the kernel as written."
-    )
-    if isinstance(parts, str):
-        message = f"{parts[0].upper()}{parts[1:]}.{delete}"
-        got.problems.append(Problem("cached_launch", head.count("\n") + 1, message))
-        return got
-    _, wrapped = parts
-    try:
-        tree = parse_source(head)
-    except SyntaxError:
-        return got  # the lint of the code above has said so
-    allowed = set(launches.wrappable(head))
-    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-    bound = module_bindings(tree)
-    for name in sorted(set(bound) & launches.block_builtins()):
-        message = (
-            f"line {bound[name]}: the code above autotriton's cached-launch block rebinds `{name}`, "
-            f"a built-in the block uses, so the block would run the candidate's `{name}`; rename it."
-            f"{delete}"
-        )
-        got.problems.append(Problem("cached_launch", bound[name], message))
-    for name in wrapped:
-        if name not in allowed:
-            why = (
-                f"no kernel named `{name}` is defined above it (renamed?)"
-                if name not in defined
-                else f"`{name}` is not a kernel autotriton would wrap (a plain @triton.jit kernel, "
-                "bound once, named only where it is launched)"
-            )
-            message = f"The cached-launch block wraps `{name}`, but {why}.{delete}"
-            got.problems.append(Problem("cached_launch", head.count("\n") + 1, message))
-    got.notes.append(
-        f"ends with autotriton's cached-launch block, wrapping {', '.join(wrapped)}: judged with it"
-        " (on the CPU interpreter it launches the kernels as written)"
-    )
-    return got
-
-
 def lint(source: str, filename: str = "<candidate>") -> LintResult:
-    """Lint candidate source; a SyntaxError is reported as a problem, not raised.
-
-    A source that ends with autotriton's cached-launch block, exactly as launches.py
-    writes it, is linted without it: that code is ours (launch_cache.py), and the
-    kernels it wraps must be ones launches.py would wrap. Names of its kind anywhere
-    else are refused."""
-    from .. import launches
-
-    parts = launches.split(source)
-    if parts is not None:
-        return _lint_with_block(source, filename, parts)
+    """Lint candidate source; a SyntaxError is reported as a problem, not raised."""
     try:
         tree = parse_source(source, filename)
     except SyntaxError as e:
         return LintResult(
             [Problem("syntax", e.lineno or 0, f"The candidate is not valid Python (line {e.lineno}: {e.msg}).")],
-            [], [],
-        )
-    own = launches.prefixed(tree)
-    if own:
-        name, line = own[0]
-        return LintResult(
-            [
-                Problem(
-                    "cached_launch", line,
-                    f"line {line}: the name {name} starts like the names of autotriton's "
-                    f"cached-launch block ({launches.PREFIX}), which only that block, at the "
-                    "end of the source exactly as autotriton writes it, may use; rename it.",
-                )
-            ],
             [], [],
         )
     for node in ast.walk(tree):

@@ -58,15 +58,7 @@ def _import_file(path: Path, name: str, guard: bool = False) -> Any:
         return module
     import ast
 
-    from ..launches import OWN_CLASS, split, start
-
-    text = path.read_text()
-    # autotriton's own cached-launch block (recognised exactly, as the lint did): its class,
-    # the one below the block's first line, is ours, so its methods skip the check, as they
-    # do in the kept code the user runs.
-    at = start(text) if isinstance(split(text), tuple) else None
-    ours = {(OWN_CLASS, text[:at].count("\n") + 1)} if at is not None else set()
-    tree = probes.guard_source(ast.parse(text, str(path)), skip=ours)
+    tree = probes.guard_source(ast.parse(path.read_text(), str(path)))
     exec(compile(tree, str(path), "exec"), module.__dict__)
     return module
 
