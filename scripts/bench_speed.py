@@ -17,7 +17,8 @@
    verifier's timing loop alone, and by that loop with the timed calls' variation and
    output projections; then the verifier's own figures for the same pair. From one step
    to the next: the method, the judge's checks, the worker (probes, sandbox); and the
-   verifier's figures without the OS sandbox.
+   verifier's figures without the OS sandbox. `--harness-steps`: the worker's instruments
+   added in this process one at a time (see harness_steps).
 
 Everything is written to OUT.json, and a markdown summary is printed.
 """
@@ -173,6 +174,83 @@ def harness() -> list[dict]:
     return rows
 
 
+def harness_steps() -> list[dict]:
+    """`--harness-steps`: the one-call gap of a candidate's worker, rebuilt in this process
+    one of its instruments at a time. Each GPU example's candidate timed by the verifier's
+    checked timing loop, one call at a time: as imported plainly; then with the worker's
+    Triton launch probe installed (counting launches, as while timed); then also imported
+    as the worker imports it (every method guarded); then with the worker's GPU memory
+    fraction. The verifier's own figure (and the wall time of its calls) comes last."""
+    import random
+
+    import torch
+
+    from autotriton_jupyter.task import Candidate, Task
+    from autotriton_jupyter.verify import (
+        Verifier,
+        VerifyOptions,
+        fingerprint,
+        probes,
+        timing,
+        vary,
+        worker,
+    )
+
+    def loop(model, inputs) -> dict:
+        buffers = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        projection = fingerprint.Projection(11)
+        with torch.no_grad():
+            r = timing.bench(
+                model, buffers, [inputs], budget_s=0.3, rng=random.Random(5), back_to_back=True,
+                vary=vary.Variation(13, [inputs]), check=lambda call, pos, out, p=projection: p.take(out),
+            )
+        return {k: r[k] for k in ("median_ms", "wall_median_ms", "b2b_ms", "reps")}
+
+    rows = []
+    prepared = []
+    for task_path, kernel_path in GPU_PAIRS:
+        task_mod = _load(ROOT / task_path, "steps_task")
+        torch.manual_seed(0)
+        init = task_mod.get_init_inputs()
+        inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in task_mod.get_inputs()]
+        prepared.append((task_path, kernel_path, task_mod, init, inputs))
+    steps: dict[str, dict] = {k: {} for _, k, *_ in prepared}
+
+    def each(label: str, make) -> None:
+        for _task, kernel_path, task_mod, init, inputs in prepared:
+            model = make(kernel_path, init).cuda()
+            model.load_state_dict(task_mod.Model(*init).cuda().state_dict(), strict=False)
+            steps[kernel_path][label] = loop(model, inputs)
+            print(kernel_path, label, json.dumps(steps[kernel_path][label]), flush=True)
+
+    each("plain", lambda k, init: _load(ROOT / k, "steps_plain").ModelNew(*init))
+    probe = probes.LaunchProbe(str(ROOT / GPU_PAIRS[0][1]))  # one probe, as a worker has
+    probe.install()
+    probe.recording, probe.full = True, False
+    each("launch_probe", lambda k, init: _load(ROOT / k, "steps_probed").ModelNew(*init))
+    probes.register_classes("steps_guarded")
+
+    def guarded(k, init):
+        mod = worker._import_file(ROOT / k, "steps_guarded", guard=True)
+        return mod.ModelNew(*init)
+
+    each("and_guarded", guarded)
+    torch.cuda.set_per_process_memory_fraction(0.9 / 3)
+    each("and_memory_fraction", guarded)
+    probe.recording = False
+    with Verifier(VerifyOptions(device="cuda", trials=1, seed=7, reference_cache=False)) as v:
+        for task_path, kernel_path, *_ in prepared:
+            report = v.verify(Task.from_file(ROOT / task_path), Candidate.from_file(ROOT / kernel_path))
+            t = report.timing or {}
+            steps[kernel_path]["verifier"] = {
+                k: t.get(k) for k in ("candidate_ms", "candidate_wall_ms", "candidate_b2b_ms", "eager_ms")
+            }
+            print(kernel_path, "verifier", json.dumps(steps[kernel_path]["verifier"]), flush=True)
+    for kernel_path, got in steps.items():
+        rows.append({"kernel": kernel_path, **got})
+    return rows
+
+
 def _per_call_ms(fn, n: int = 1000, warmup: int = 20) -> dict:
     """Wall time per call, host included: one synchronised call at a time, and back to back."""
     import torch
@@ -216,9 +294,14 @@ def main() -> int:
     ap.add_argument("--kernels-only", action="store_true", help="no launch-overhead section")
     ap.add_argument("--launch-only", action="store_true", help="only the launch-overhead section")
     ap.add_argument("--harness", action="store_true", help="only where the figures come from (section 4)")
+    ap.add_argument("--harness-steps", action="store_true",
+                    help="only the one-call gap of a candidate's worker, one instrument at a time")
     args = ap.parse_args()
     if args.harness:
         Path(args.out).write_text(json.dumps({"harness": harness()}, indent=1))
+        return 0
+    if args.harness_steps:
+        Path(args.out).write_text(json.dumps({"harness_steps": harness_steps()}, indent=1))
         return 0
 
     from autotriton_jupyter import tuning

@@ -20,6 +20,8 @@
 #   launch    only the launch overhead, and three ways of launching a small kernel (about 1)
 #   harness   where a timed figure comes from: as a user times it, the timing loop, its checks,
 #             the verifier (the GPU examples; about 2)
+#   steps     a candidate worker's one-call gap: its instruments added in-process one at a time
+#             (about 1.5)
 #   cpu       the CPU suite on this machine's software (about 4)
 # generate = decode,gentests,hfdecode; rest = tests,realworld,finetune,pipeline,eval,verify;
 # all = both, then cpu. On the device machine give an OUTDIR under $OUT: what a section
@@ -194,6 +196,12 @@ if want harness; then
     echo "== issue 17: a figure from the user's timing to the verifier's, step by step"
     timeout 240 "$PY" scripts/bench_speed.py "$OUT/bench-harness.json" --harness 2> "$OUT/bench-harness.log" | tail -5
     tail -3 "$OUT/bench-harness.log"
+fi
+
+if want steps; then
+    echo "== issue 17: a candidate worker's one-call gap, its instruments one at a time"
+    timeout 200 "$PY" scripts/bench_speed.py "$OUT/bench-steps.json" --harness-steps 2> "$OUT/bench-steps.log" | tail -20
+    tail -3 "$OUT/bench-steps.log"
 fi
 
 if want eval; then
