@@ -543,23 +543,33 @@ class Verifier(ReferencePrep, TimedChecks):
             else:
                 r.add("own_forward", PASS)
             plan = _plan(ref)
-            ran = self._run_plan(ref, w, plan, r)
+            early = plan[:-1]  # every run but the late calls
+            ran = self._run_plan(ref, w, plan, r, slice(None, -1))
             took("runs")
             self._tampering(loaded["tampered"] + ran["tampered"], r)
             if (
-                len(ran["runs"]) < len(plan)
+                len(ran["runs"]) < len(early)
                 and not ran["stopped"]
                 and not any("error" in x for x in ran["runs"])
             ):
                 r.add("runs", FAIL, "The worker returned fewer runs than it was asked for.")
                 return
             # Under the shared lock: the comparison runs on the GPU where there is one.
-            self._runs(
-                ref, plan[: len(ran["runs"])] if ran["stopped"] else plan, ran["runs"], r, ran["compared"]
-            )
+            compared = ran["compared"]
+            self._runs(ref, plan[: len(ran["runs"])] if ran["stopped"] else early, ran["runs"], r, compared)
             took("compare")
         if ran["stopped"]:
             r.notes.append("the repeated calls were skipped: the output was already wrong")
+        go_on = True
+        if not r.blocking() and not ran["stopped"]:
+            # On a GPU with timing, the first verdict (before_timing: "correct") comes before
+            # the late calls, which then run with the timing: up to a second sooner.
+            if self.device == "cuda" and o.timing and before_timing is not None:
+                go_on = before_timing(r)
+                before_timing = None
+            with self.pool.lock.shared():
+                self._late(ref, w, plan, ran["runs"], r, compared)
+            took("late")
         if r.blocking() or not o.timing:
             if not o.timing:
                 r.notes.append("timing was switched off (--no-timing)")
@@ -567,6 +577,8 @@ class Verifier(ReferencePrep, TimedChecks):
         if self.device != "cuda":
             return
         if before_timing is not None and not before_timing(r):
+            go_on = False
+        if not go_on:
             r.notes.append("timing was skipped: the run was interrupted")
             return
         step = time.perf_counter()
@@ -649,11 +661,15 @@ class Verifier(ReferencePrep, TimedChecks):
 
         threading.Thread(target=seal, name="autotriton-seal-sets", daemon=True).start()
 
-    def _run_plan(self, ref: Reference, w: Worker, plan: list[dict], r: Report) -> dict[str, Any]:
-        """Run the plan in the candidate's worker, in parts when inputs and outputs are large.
+    def _run_plan(
+        self, ref: Reference, w: Worker, plan: list[dict], r: Report, which: slice = slice(None)
+    ) -> dict[str, Any]:
+        """Run the plan's parts `which` in the candidate's worker (the plan goes in parts
+        when inputs and outputs are large; the late calls are the last part, on its own).
 
         Input sets are sent with the first part that uses them; a part that ends in an
-        error ends the run. Where the time went goes into r.seconds ("runs_*").
+        error ends the run. Where the time went is added to r.seconds ("runs_*"). The
+        runs returned are those of the parts run, from the first of them on.
         """
         o, name = self.options, r.candidate
         spent = {"runs_add_sets": 0.0, "runs_in_worker": 0.0, "runs_messages": 0.0, "runs_compare": 0.0}
@@ -661,25 +677,28 @@ class Verifier(ReferencePrep, TimedChecks):
         tampered: list[str] = []
         # The late calls go last, on their own: a candidate already wrong on an input set
         # the task draws has its verdict, and is not kept for hundreds of calls more.
-        parts = _plan_parts(ref, plan, self.device)
-        sends = _set_ranges(plan, parts)  # the sets each part sends first, if any
+        every = _plan_parts(ref, plan, self.device)
+        numbers = list(range(len(every)))[which]
+        parts = every[which]
+        sends = _set_ranges(plan, every)[which]  # the sets each part sends first, if any
+        base = parts[0][0] if parts else 0  # the plan's index of the first run here
         stopped = False
         compared: dict[int, Comparison] = {}  # fresh runs, compared once, as their part returns
         checked = 0
         for k, part in enumerate(parts):
             t0 = time.perf_counter()
             for i in range(checked, len(runs)):
-                if plan[i]["kind"] == "fresh" and "outputs" in runs[i]:
-                    want = ref.sets[plan[i]["set"]]["outputs"]
-                    compared[i] = self._compare(runs[i]["outputs"], want)
+                if plan[base + i]["kind"] == "fresh" and "outputs" in runs[i]:
+                    want = ref.sets[plan[base + i]["set"]]["outputs"]
+                    compared[base + i] = self._compare(runs[i]["outputs"], want)
             checked = len(runs)
             spent["runs_compare"] += time.perf_counter() - t0
             if k and any(not c.ok for c in compared.values()):
                 stopped = True
                 break
-            if len(parts) > 1:
+            if len(every) > 1:
                 what = ", ".join(_run_label(ref, plan[i]) for i in part)
-                self.on_event(f"{name}: {what} ({k + 1}/{len(parts)})")
+                self.on_event(f"{name}: {what} ({numbers[k] + 1}/{len(every)})")
             t0 = time.perf_counter()
             if sends[k] is not None:
                 try:
@@ -714,7 +733,7 @@ class Verifier(ReferencePrep, TimedChecks):
             in_worker = _seconds(got.get("op_s"))
             spent["runs_in_worker"] += in_worker
             spent["runs_messages"] += max(0.0, time.perf_counter() - t1 - in_worker)
-            if not runs and got["runs"] and isinstance(got["runs"][0].get("obs"), dict):
+            if not runs and not base and got["runs"] and isinstance(got["runs"][0].get("obs"), dict):
                 first = got["runs"][0]["obs"]
                 spent["runs_first_call"] = _seconds(first.get("seconds"))
                 # On a GPU: when its driver module, kernels and launchers were ready (Triton's
@@ -728,8 +747,27 @@ class Verifier(ReferencePrep, TimedChecks):
             tampered += got["tampered"]
             if len(got["runs"]) < len(part) or any("error" in x for x in got["runs"]):
                 break
-        r.seconds.update(spent)
+        for key, value in spent.items():
+            r.seconds[key] = r.seconds.get(key, 0.0) + value
         return {"runs": runs, "tampered": tampered, "stopped": stopped, "compared": compared}
+
+    def _late(
+        self,
+        ref: Reference,
+        w: Worker,
+        plan: list[dict],
+        early: list[dict],
+        r: Report,
+        compared: dict[int, Comparison],
+    ) -> None:
+        """The late calls (the plan's last part), then every run judged again with them
+        (the earlier runs' comparisons reused: only the late output is compared anew)."""
+        late = self._run_plan(ref, w, plan, r, slice(-1, None))
+        self._tampering(late["tampered"], r)
+        if not late["runs"]:
+            r.add("runs", FAIL, "The worker returned fewer runs than it was asked for.")
+            return
+        self._runs(ref, plan, early + late["runs"], r, compared)
 
     # judging ---------------------------------------------------------------------------
     def _tampering(self, changed: list[str], r: Report) -> None:
@@ -880,7 +918,11 @@ class Verifier(ReferencePrep, TimedChecks):
             out = run["outputs"]
             if out is None:
                 continue
-            c = (compared or {}).get(i) or self._compare(out, s["outputs"])
+            c = compared.get(i) if compared is not None else None
+            if c is None:
+                c = self._compare(out, s["outputs"])
+                if compared is not None:  # a second judging of the same runs reuses it
+                    compared[i] = c
             worst_abs, worst_rel = max(worst_abs, c.max_abs), max(worst_rel, c.max_rel)
             detail.append(
                 {
