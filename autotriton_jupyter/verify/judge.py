@@ -12,6 +12,7 @@ step.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import secrets
 import threading
@@ -547,29 +548,47 @@ class Verifier(ReferencePrep, TimedChecks):
             ran = self._run_plan(ref, w, plan, r, slice(None, -1))
             took("runs")
             self._tampering(loaded["tampered"] + ran["tampered"], r)
-            if (
-                len(ran["runs"]) < len(early)
-                and not ran["stopped"]
-                and not any("error" in x for x in ran["runs"])
-            ):
+            runs = ran["runs"]
+            errors = any("error" in x for x in runs)
+            if len(runs) < len(early) and not ran["stopped"] and not errors:
                 r.add("runs", FAIL, "The worker returned fewer runs than it was asked for.")
                 return
-            # Under the shared lock: the comparison runs on the GPU where there is one.
+            complete = len(runs) == len(early) and not errors
+            # The first verdict, on every run but the late calls, judged into a copy: the
+            # report itself is judged once, on every run, as it always was. Under the shared
+            # lock: the comparison runs on the GPU where there is one.
             compared = ran["compared"]
-            self._runs(ref, plan[: len(ran["runs"])] if ran["stopped"] else early, ran["runs"], r, compared)
+            early_report = copy.deepcopy(r)
+            self._runs(ref, plan[: len(runs)] if ran["stopped"] else early, runs, early_report, compared)
+            # Wrong on an input set the task draws: the late calls are skipped (as when a
+            # later part of the plan finds it so).
+            wrong = ran["stopped"] or any(
+                not c.ok for i, c in compared.items() if plan[i]["kind"] == "fresh"
+            )
             took("compare")
-        if ran["stopped"]:
-            r.notes.append("the repeated calls were skipped: the output was already wrong")
         go_on = True
-        if not r.blocking() and not ran["stopped"]:
-            # On a GPU with timing, the first verdict (before_timing: "correct") comes before
-            # the late calls, which then run with the timing: up to a second sooner.
-            if self.device == "cuda" and o.timing and before_timing is not None:
-                go_on = before_timing(r)
+        if complete and not wrong:
+            # On a GPU with timing, the first verdict ("correct": before_timing) comes
+            # before the late calls, which then run with the timing: up to a second sooner.
+            ahead = self.device == "cuda" and o.timing and before_timing is not None
+            if ahead and not early_report.blocking():
+                go_on = before_timing(early_report)
                 before_timing = None
+                step = time.perf_counter()  # the wait for it is the caller's, not the judge's
             with self.pool.lock.shared():
-                self._late(ref, w, plan, ran["runs"], r, compared)
+                late = self._run_plan(ref, w, plan, r, slice(-1, None))
+                self._tampering(late["tampered"], r)
+                if not late["runs"]:
+                    r.add("runs", FAIL, "The worker returned fewer runs than it was asked for.")
+                    return
+                runs = runs + late["runs"]
+                self._runs(ref, plan, runs, r, compared)
             took("late")
+        else:
+            with self.pool.lock.shared():
+                self._runs(ref, plan[: len(runs)] if wrong else plan, runs, r, compared)
+            if wrong:
+                r.notes.append("the repeated calls were skipped: the output was already wrong")
         if r.blocking() or not o.timing:
             if not o.timing:
                 r.notes.append("timing was switched off (--no-timing)")
@@ -750,24 +769,6 @@ class Verifier(ReferencePrep, TimedChecks):
         for key, value in spent.items():
             r.seconds[key] = r.seconds.get(key, 0.0) + value
         return {"runs": runs, "tampered": tampered, "stopped": stopped, "compared": compared}
-
-    def _late(
-        self,
-        ref: Reference,
-        w: Worker,
-        plan: list[dict],
-        early: list[dict],
-        r: Report,
-        compared: dict[int, Comparison],
-    ) -> None:
-        """The late calls (the plan's last part), then every run judged again with them
-        (the earlier runs' comparisons reused: only the late output is compared anew)."""
-        late = self._run_plan(ref, w, plan, r, slice(-1, None))
-        self._tampering(late["tampered"], r)
-        if not late["runs"]:
-            r.add("runs", FAIL, "The worker returned fewer runs than it was asked for.")
-            return
-        self._runs(ref, plan, early + late["runs"], r, compared)
 
     # judging ---------------------------------------------------------------------------
     def _tampering(self, changed: list[str], r: Report) -> None:
