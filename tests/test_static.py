@@ -118,6 +118,10 @@ def test_item_is_host_compute():
             "if True:\n    max = abs\n@triton.jit\ndef k2(p):\n    x = max(p, 1)\n",
             "kernel_calls_python",
         ),
+        (  # a function's `global` assignment rebinds the module's name
+            "def f():\n    global min\n    min = abs\nf()\n@triton.jit\ndef k2(p):\n    x = min(p, 1)\n",
+            "kernel_calls_python",
+        ),
     ],
 )
 def test_rules_against_escapes(body, check):

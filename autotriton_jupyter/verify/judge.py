@@ -566,29 +566,25 @@ class Verifier(ReferencePrep, TimedChecks):
                 not c.ok for i, c in compared.items() if plan[i]["kind"] == "fresh"
             )
             took("compare")
-        go_on = True
-        if complete and not wrong:
+            late = complete and not wrong
             # On a GPU with timing, the first verdict ("correct": before_timing) comes
             # before the late calls, which then run with the timing: up to a second sooner.
-            ahead = self.device == "cuda" and o.timing and before_timing is not None
-            if ahead and not early_report.blocking():
-                go_on = before_timing(early_report)
-                before_timing = None
-                step = time.perf_counter()  # the wait for it is the caller's, not the judge's
+            ahead = (
+                late and self.device == "cuda" and o.timing and before_timing is not None
+                and not early_report.blocking()
+            )
+            if not ahead:  # judged at once, in the same hold of the lock
+                self._finish_runs(ref, w, plan, runs, r, compared, late, wrong)
+        go_on = True
+        if ahead:
+            assert before_timing is not None
+            go_on = before_timing(early_report)
+            before_timing = None
+            step = time.perf_counter()  # the wait for it is the caller's, not the judge's
             with self.pool.lock.shared():
-                late = self._run_plan(ref, w, plan, r, slice(-1, None))
-                self._tampering(late["tampered"], r)
-                if not late["runs"]:
-                    r.add("runs", FAIL, "The worker returned fewer runs than it was asked for.")
-                    return
-                runs = runs + late["runs"]
-                self._runs(ref, plan, runs, r, compared)
+                self._finish_runs(ref, w, plan, runs, r, compared, late, wrong)
+        if late:
             took("late")
-        else:
-            with self.pool.lock.shared():
-                self._runs(ref, plan[: len(runs)] if wrong else plan, runs, r, compared)
-            if wrong:
-                r.notes.append("the repeated calls were skipped: the output was already wrong")
         if r.blocking() or not o.timing:
             if not o.timing:
                 r.notes.append("timing was switched off (--no-timing)")
@@ -769,6 +765,30 @@ class Verifier(ReferencePrep, TimedChecks):
         for key, value in spent.items():
             r.seconds[key] = r.seconds.get(key, 0.0) + value
         return {"runs": runs, "tampered": tampered, "stopped": stopped, "compared": compared}
+
+    def _finish_runs(
+        self,
+        ref: Reference,
+        w: Worker,
+        plan: list[dict],
+        runs: list[dict],
+        r: Report,
+        compared: dict[int, Comparison],
+        late: bool,
+        wrong: bool,
+    ) -> None:
+        """The late calls (the plan's last part) when `late`, then the report judged on
+        every run (the first judging's comparisons reused). Hold the device lock shared."""
+        if late:
+            got = self._run_plan(ref, w, plan, r, slice(-1, None))
+            self._tampering(got["tampered"], r)
+            if not got["runs"]:
+                r.add("runs", FAIL, "The worker returned fewer runs than it was asked for.")
+                return
+            runs = runs + got["runs"]
+        self._runs(ref, plan[: len(runs)] if wrong else plan, runs, r, compared)
+        if wrong:
+            r.notes.append("the repeated calls were skipped: the output was already wrong")
 
     # judging ---------------------------------------------------------------------------
     def _tampering(self, changed: list[str], r: Report) -> None:

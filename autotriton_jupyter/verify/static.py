@@ -109,42 +109,41 @@ class _Scope:
 
 
 def module_bindings(tree: ast.Module) -> dict[str, int]:
-    """Names bound at module level (where a kernel's global lookups land, before the
-    builtins), with the line of their first binding: definitions,
-    imports and assignment targets of the module's statements, those inside module-level
-    if/for/while/with/try included, not those inside functions or classes."""
+    """Names bound in the module's scope (where a kernel's global lookups land, before the
+    builtins), with the line of their first binding: its definitions, imports and
+    assignment targets at any depth of its statements (module-level if/for/with/try
+    included), walrus targets in its comprehensions, and names a function declares
+    `global` (its assignments to them bind the module's); not the locals of functions,
+    classes, lambdas or comprehension variables."""
     out: dict[str, int] = {}
 
     def bind(name: str, node: ast.AST) -> None:
-        out.setdefault(name, getattr(node, "lineno", 0))
+        line = getattr(node, "lineno", 0)
+        out[name] = min(out.get(name, line), line)
 
-    def visit(stmts: list[ast.stmt]) -> None:
-        for st in stmts:
-            if isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                bind(st.name, st)
-                continue
-            if isinstance(st, ast.Import | ast.ImportFrom):
-                for a in st.names:
-                    bind((a.asname or a.name).split(".")[0], st)
-                continue
-            for node in ast.walk(st):
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
-                    continue
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
-                    bind(node.id, node)
-                elif isinstance(node, ast.ExceptHandler) and node.name:
-                    bind(node.name, node)
-                elif isinstance(node, ast.MatchAs | ast.MatchStar) and node.name:
-                    bind(node.name, node)
-            for field_name in ("body", "orelse", "finalbody", "handlers"):
-                inner = getattr(st, field_name, None)
-                if isinstance(inner, list):
-                    visit([x for x in inner if isinstance(x, ast.stmt)])
-                    for h in inner:
-                        if isinstance(h, ast.ExceptHandler):
-                            visit(h.body)
-
-    visit(tree.body)
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            if not isinstance(node, ast.Lambda):
+                bind(node.name, node)
+            for inner in ast.walk(node):  # `global x` anywhere inside binds the module's x
+                if isinstance(inner, ast.Global):
+                    for name in inner.names:
+                        bind(name, inner)
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            for a in node.names:
+                bind((a.asname or a.name).split(".")[0], node)
+            continue
+        if isinstance(node, ast.comprehension):  # its target is the comprehension's own
+            todo.extend([node.iter, *node.ifs])
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            bind(node.id, node)
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+            bind(node.name, node)
+        todo.extend(ast.iter_child_nodes(node))
     return out
 
 
