@@ -84,3 +84,112 @@ def test_a_broken_reference_stops_generation(verifier, tmp_path, corpus):
     with pytest.raises(TaskError, match="broken reference"):
         tritonize(broken, gen, TritonizeOptions(n=2, verify=verifier.options), verifier=verifier)
     assert gen.saw_cancel
+
+
+class Instant:
+    """Stands in for a model (tests only): every sample is done at once, from a script of
+    answers per generate() call."""
+
+    name = "instant"
+
+    def __init__(self, rounds: list[list[str]]) -> None:
+        self.rounds, self.calls = rounds, 0
+
+    def generate(self, chats, n, params, on_event=None, cancel=None):
+        texts = self.rounds[self.calls][: len(chats) * n]
+        self.calls += 1
+        out = []
+        for i, text in enumerate(texts):
+            on_event(Event("done", sample=i, tokens=10, message="stop", text=text))
+            out.append(Completion(text, 10, "stop", 0.01, chat=0, sample=i))
+        return out
+
+
+@pytest.fixture
+def judgings(verifier, monkeypatch):
+    """The codes the verifier was asked to judge (the real verifier judges them)."""
+    asked: list[str] = []
+    real = verifier.verify
+
+    def spy(task, candidate, **kw):
+        asked.append(candidate.source)
+        return real(task, candidate, **kw)
+
+    monkeypatch.setattr(verifier, "verify", spy)
+    return asked
+
+
+def test_the_same_code_twice_is_judged_once_and_each_sample_gets_its_verdict(verifier, corpus, judgings):
+    d = corpus / "add_relu"
+    good, bad = fenced(d / "pass_masked.py"), fenced(d / "fail_sub.py")
+    commented = good.replace("```python\n", "```python\n# the same kernel, with a comment\n", 1)
+    events: list = []
+    res = tritonize(
+        Task.from_file(d / "task.py"),
+        Instant([[good, good, bad, commented, bad]]),
+        TritonizeOptions(n=5, verify=verifier.options),
+        verifier=verifier,
+        on_event=events.append,
+    )
+    # Three different texts, three judgings; a comment makes another text, judged on its own.
+    assert len(judgings) == 3 and len(set(judgings)) == 3
+    by = {c.sample: c.report for c in res.candidates}
+    assert [by[i].verdict for i in range(5)] == ["pass", "pass", "fail", "pass", "fail"]
+    assert [by[i].candidate for i in range(5)] == [f"round1-sample{i + 1}" for i in range(5)]
+    copies = {i for i in range(5) if any("character for character" in n for n in by[i].notes)}
+    assert copies == {1, 4}
+    assert any("round1-sample1" in n for n in by[1].notes)
+    assert any("round1-sample3" in n for n in by[4].notes)
+    assert by[4].reasons == by[2].reasons and by[1].correctness == by[0].correctness
+    assert by[1] is not by[0]  # a copy: the library and the view may change one alone
+    assert sorted(e.sample for e in events if e.kind == "verified") == [0, 1, 2, 3, 4]
+
+
+def test_a_sample_with_the_same_code_hears_the_first_verdict_whenever_it_comes():
+    """The first verdict ("checked") only comes with timing on a GPU: its relay to the
+    samples that wrote the same code, before and after it came."""
+    from concurrent.futures import Future
+
+    from autotriton_jupyter.pipeline.run import _Judging
+    from autotriton_jupyter.verify import Report
+
+    j = _Judging("round1-sample1")
+    j.future = Future()
+    heard: list[tuple[str, str]] = []
+    copies = []
+
+    def copy_of(rep):
+        copies.append(rep)
+        return rep
+
+    early = j.follow(lambda m: heard.append(("early", m)), copy_of)
+    assert heard == [] and not early.done()
+    j.on_checked("correct; timing")
+    late = j.follow(lambda m: heard.append(("late", m)), copy_of)
+    assert heard == [("early", "correct; timing"), ("late", "correct; timing")]
+    early.cancel()  # an interrupted run cancels what it waits for
+    rep = Report()
+    j.future.set_result(rep)
+    assert late.result() is rep and copies == [rep] and early.cancelled()
+    failed = _Judging("round1-sample2")
+    failed.future = Future()
+    follower = failed.follow(lambda m: None, copy_of)
+    failed.future.set_exception(RuntimeError("the reference broke"))
+    with pytest.raises(RuntimeError, match="the reference broke"):
+        follower.result()
+
+
+def test_a_repair_that_gives_back_the_same_code_is_not_judged_again(verifier, corpus, judgings):
+    d = corpus / "add_relu"
+    bad = fenced(d / "fail_sub.py")
+    res = tritonize(
+        Task.from_file(d / "task.py"),
+        Instant([[bad], [bad]]),
+        TritonizeOptions(n=1, rounds=1, verify=verifier.options),
+        verifier=verifier,
+    )
+    assert len(judgings) == 1
+    first, repair = sorted(res.candidates, key=lambda c: c.round)
+    assert repair.round == 1 and repair.report.verdict == "fail"
+    assert repair.report.reasons == first.report.reasons
+    assert any("round1-sample1" in n for n in repair.report.notes)

@@ -9,10 +9,12 @@ share the ranking and the events.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +69,7 @@ def tritonize(
     v = verifier or Verifier(o.verify, on_event=lambda m: emit(PipelineEvent("verifying", m)))
     t0 = time.perf_counter()
     results: list[Attempt] = []
+    judged: dict[str, _Judging] = {}  # each code judged once in this call (_Judging)
     try:
         chat = task_chat(task.source, o.class_name)
         chats = [chat]
@@ -82,7 +85,9 @@ def tritonize(
                     round=rnd,
                 )
             )
-            batch = _sample(v, task, generator, chats, o.n if rnd == 0 else 1, rnd, o, emit, cancel)
+            batch = _sample(
+                v, task, generator, chats, o.n if rnd == 0 else 1, rnd, o, emit, cancel, judged
+            )
             results.extend(batch)
             if any(b.passed for b in batch) or rnd == o.rounds:
                 break
@@ -104,7 +109,7 @@ def tritonize(
                     round=rnd + 1,
                 )
             )
-        _speed_rounds(v, task, generator, results, o, emit, cancel)
+        _speed_rounds(v, task, generator, results, o, emit, cancel, judged)
         if o.tune and not cancel.cancelled:
             tuned = _tune_best(v, task, results, o, emit)
             if tuned is not None:
@@ -137,13 +142,15 @@ def _sample(
     o: TritonizeOptions,
     emit: Callable[[PipelineEvent], None],
     cancel: Cancel,
+    judged: dict[str, _Judging],
 ) -> list[Attempt]:
-    """One round: per_chat samples of each chat, each verified as soon as its code is complete."""
+    """One round: per_chat samples of each chat, each verified as soon as its code is complete
+    (a code judged before in this call is not judged again: `judged`)."""
 
     def on_token(e: Event) -> None:
         emit(PipelineEvent("token", sample=e.sample, round=rnd, data={"event": e}))
 
-    overlap = _Overlap(v, task, rnd, per_chat, emit, cancel)
+    overlap = _Overlap(v, task, rnd, per_chat, emit, cancel, judged)
     try:
         completions = generator.generate(
             chats, per_chat, o.params, on_event=overlap.watch(on_token), cancel=overlap.cancel
@@ -170,6 +177,7 @@ def _speed_rounds(
     o: TritonizeOptions,
     emit: Callable[[PipelineEvent], None],
     cancel: Cancel,
+    judged: dict[str, _Judging],
 ) -> None:
     """While the best passing candidate is slower than torch.compile, send it back with its
     timing table and a request for a faster kernel (up to o.speed_rounds rounds)."""
@@ -202,7 +210,7 @@ def _speed_rounds(
             )
         )
         chats = [speed_chat(best.chat, best.completion, best.report.timing)]
-        results.extend(_sample(v, task, generator, chats, o.n, rnd, o, emit, cancel))
+        results.extend(_sample(v, task, generator, chats, o.n, rnd, o, emit, cancel, judged))
 
 
 def _tune_best(
@@ -270,6 +278,51 @@ def _tune_best(
     )
 
 
+class _Judging:
+    """One code's judging, shared by every sample of a tritonize call that wrote the same
+    code, character for character (models often do: a short task at a low temperature).
+    It is judged once, for the first of them; the others get a copy of its report, and
+    its first verdict and its verdict as they come. Only the exact text counts: code that
+    differs in a comment alone could read its own source and behave otherwise."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.future: Future = Future()  # replaced by the judging's own before anyone follows
+        self.lock = threading.Lock()
+        self.checked: str | None = None  # the first verdict's message, once it came
+        self.others: list[Callable[[str], None]] = []  # the other samples' "checked" events
+
+    def on_checked(self, message: str) -> None:
+        with self.lock:
+            self.checked = message
+            others = list(self.others)
+        for tell in others:
+            tell(message)
+
+    def follow(self, tell_checked: Callable[[str], None], copy_of: Callable[[Report], Report]) -> Future:
+        """Another sample with this code: its report, a copy of the first's, as a Future."""
+        with self.lock:
+            self.others.append(tell_checked)
+            checked = self.checked
+        if checked is not None:
+            tell_checked(checked)
+        mine: Future = Future()
+
+        def done(f: Future) -> None:
+            if mine.done():  # cancelled by an interrupted run
+                return
+            if f.cancelled():
+                mine.cancel()
+            elif f.exception() is not None:
+                mine.set_exception(f.exception())
+            else:
+                with contextlib.suppress(InvalidStateError):  # cancelled meanwhile
+                    mine.set_result(copy_of(f.result()))
+
+        self.future.add_done_callback(done)
+        return mine
+
+
 class _Overlap:
     """Verification overlapped with generation, for one round.
 
@@ -278,6 +331,7 @@ class _Overlap:
     at once (the first verdict, a "checked" event), timing only once generation is
     over, so the decoding model does not disturb the timer. A reference that cannot
     run stops generation (its error is raised), since no candidate could be judged.
+    A code judged before in this tritonize call is not judged again (_Judging).
     """
 
     def __init__(
@@ -288,9 +342,11 @@ class _Overlap:
         per_chat: int,
         emit: Callable[[PipelineEvent], None],
         user_cancel: Cancel,
+        judged: dict[str, _Judging],
     ) -> None:
         self.v, self.task, self.rnd, self.per_chat, self.emit = v, task, rnd, per_chat, emit
         self.user_cancel = user_cancel
+        self.judged = judged
         self.cancel = _EitherCancel(user_cancel)
         self.generating = threading.Event()  # set once generation is over: timing may start
         self.early: dict[int, tuple[str, Future]] = {}
@@ -312,27 +368,53 @@ class _Overlap:
                 i = e.chat * self.per_chat + e.sample
                 ex = extract(e.text, e.message or "stop")
                 if ex.code and i not in self.early:
-                    self.early[i] = (ex.code, self.pool.submit(self._verify, i, ex.code))
+                    self.early[i] = (ex.code, self._submit(i, ex.code))
 
         return sink
 
     def _name(self, i: int) -> str:
         return f"round{self.rnd + 1}-sample{i + 1}"
 
-    def _verify(self, i: int, code: str) -> Report:
+    def _submit(self, i: int, code: str) -> Future:
+        """Sample i's report to come: judged now, or a copy of the same code's judging."""
+        first = self.judged.get(code)
+        if first is None or first.future.cancelled():
+            judging = _Judging(self._name(i))
+            judging.future = self.pool.submit(self._verify, i, code, judging)
+            self.judged[code] = judging
+            return judging.future
+        name = self._name(i)
+
+        def checked(message: str) -> None:
+            self.emit(PipelineEvent("checked", message, sample=i, round=self.rnd))
+
+        def copy_of(rep: Report) -> Report:
+            mine = copy.deepcopy(rep)
+            mine.candidate = name
+            mine.notes.append(
+                f"the same code as {first.name}, character for character: judged once, and "
+                "this is that judging's report"
+            )
+            self.emit(
+                PipelineEvent(
+                    "verified", mine.verdict, sample=i, round=self.rnd, data={"report": mine.to_dict()}
+                )
+            )
+            return mine
+
+        return first.follow(checked, copy_of)
+
+    def _verify(self, i: int, code: str, judging: _Judging) -> Report:
         self.reference.result()  # its error, if any, is raised to finish()
 
         def checked(r: Report) -> bool:
-            self.emit(
-                PipelineEvent(
-                    "checked",
-                    "correct; timing once generation is over"
-                    if not self.generating.is_set()
-                    else "correct; timing",
-                    sample=i,
-                    round=self.rnd,
-                )
+            message = (
+                "correct; timing once generation is over"
+                if not self.generating.is_set()
+                else "correct; timing"
             )
+            self.emit(PipelineEvent("checked", message, sample=i, round=self.rnd))
+            judging.on_checked(message)  # and to the samples that wrote the same code
             self.generating.wait()
             return not self.user_cancel.cancelled  # an interrupted run is not timed
 
@@ -363,7 +445,7 @@ class _Overlap:
             if fut is not None and code == b.code and not fut.cancelled():
                 futures[b.sample] = fut
             elif not self.user_cancel.cancelled:
-                futures[b.sample] = self.pool.submit(self._verify, b.sample, b.code)
+                futures[b.sample] = self._submit(b.sample, b.code)
         for b in batch:
             if b.sample in futures:
                 b.report = futures[b.sample].result()

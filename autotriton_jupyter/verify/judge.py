@@ -637,6 +637,11 @@ class Verifier(ReferencePrep, TimedChecks):
                 projection_seed=projection_seed,
             )
             took("timing")
+            phases = timed["timing"].get("seconds")
+            if isinstance(phases, dict):  # the worker's own clock: for the figures only
+                for k in ("warmup", "single", "b2b", "prints", "after"):
+                    if k in phases:
+                        r.seconds[f"timing_{k}"] = _seconds(phases[k])
             release()  # its reply holds everything: its memory is the reference's now
             _check_kept(timed["kept"], keep + 1)
             prints = _check_prints(timed["timing"], len(ref.timed))

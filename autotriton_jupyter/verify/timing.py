@@ -143,6 +143,15 @@ def bench(
         return (start.elapsed_time(end) if timed else 0.0), wall, call, out
 
     # Warm-up: compile and settle; the count varies so a call counter cannot know when timing starts.
+    phase = time.perf_counter()
+    spent: dict[str, float] = {}  # seconds of each phase, for the report's breakdown
+
+    def took(name: str) -> None:
+        nonlocal phase
+        now = time.perf_counter()
+        spent[name] = now - phase
+        phase = now
+
     warm = 3 + rng.randrange(5)
     est, rounds = [], []
     for k in range(warm):
@@ -150,6 +159,7 @@ def bench(
         ev, _, _, _ = once(k, True)
         rounds.append((time.perf_counter() - r0) * 1e3)
         est.append(ev)
+    took("warmup")
     per_call = max(statistics.median(est[1:] or est), 1e-3)
     # The budget is wall time: a round is the call and everything around it (flush, refill,
     # variation, the judge's checks), often far longer than the call on a large task.
@@ -168,6 +178,7 @@ def bench(
         if i in keep_at:
             kept.append((i % len(sets), call, _clone_outputs(out)))
         del out
+    took("single")
     # Quartiles give the spread of single calls within this process; they cannot show
     # a shift of the whole run, which is what makes launch-bound figures vary between runs.
     q1, _, q3 = (
@@ -182,6 +193,7 @@ def bench(
             fn, buffers, sets, calls, rng, audit, between, after, vary, numbers, check
         )
         kept.append(b2b.pop("kept"))
+        took("b2b")
     return {
         **b2b,
         "median_ms": statistics.median(events),
@@ -193,6 +205,7 @@ def bench(
         "audited": len(audit_at),
         "warmup": warm,
         "kept": kept,
+        "seconds": spent,
     }
 
 

@@ -859,7 +859,9 @@ class WorkerState:
                 )
         finally:
             probe.recording, probe.full = False, True
+        t0 = time.perf_counter()
         r["prints"] = [[call, position, [p.tolist() for p in pairs]] for call, position, pairs in prints]
+        r["seconds"]["prints"] = time.perf_counter() - t0
         kept = [
             {"set": msg["sets"][k], "position": k, "call": call, "outputs": out}
             for k, call, out in r.pop("kept")
@@ -878,7 +880,9 @@ class WorkerState:
         r["audited_host_ops"] = host
         # One more audited call after many: a candidate that counts calls shows itself here.
         last = msg["sets"][rng.randrange(len(msg["sets"]))]
+        t0 = time.perf_counter()
         obs, out = self._observe(self._slot({"set": last, "slot": 0}))
+        r["seconds"]["after"] = time.perf_counter() - t0
         return {
             "timing": r,
             "kept": kept,
