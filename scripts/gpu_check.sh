@@ -140,10 +140,18 @@ if want latency; then
     # A fresh reference-timing cache first (what a new machine pays), then the same again
     # (what a machine that has seen the tasks pays).
     export AUTOTRITON_CACHE=$(mktemp -d)
+    # Four different passing softmax kernels (the replayed folder has two files, so its 4
+    # samples are 2 codes, each judged once): what a cell of 4 distinct kernels costs.
+    DISTINCT=$(mktemp -d)
+    for w in 1 2 4 8; do
+        sed "s/BLOCK=triton.next_power_of_2(cols))/BLOCK=triton.next_power_of_2(cols), num_warps=$w)/" \
+            examples/candidates/softmax/rowwise.py > "$DISTINCT/rowwise_w$w.py"
+    done
     for pass in cold cached; do
-        echo "== a kernel session, $pass reference timings: softmax twice, then row_sum, 4 candidates each"
-        timeout 170 $AT bench pipeline examples/gpu_tasks/softmax.py examples/candidates/softmax \
+        echo "== a kernel session, $pass reference timings: softmax twice, then row_sum, 4 candidates each, then softmax with 4 distinct passing kernels"
+        timeout 200 $AT bench pipeline examples/gpu_tasks/softmax.py examples/candidates/softmax \
             -n 4 --repeats 2 --then examples/gpu_tasks/row_sum.py:examples/candidates/row_sum \
+            --then examples/gpu_tasks/softmax.py:$DISTINCT \
             --json > "$OUT/bench-session-$pass.json" 2> "$OUT/bench-session-$pass.log" \
             && show "$OUT/bench-session-$pass.json"
         tail -3 "$OUT/bench-session-$pass.log"
