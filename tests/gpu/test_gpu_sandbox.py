@@ -51,6 +51,10 @@ def test_sandboxed_gpu_worker_passes_and_is_timed():
         r = v.verify(task, Candidate.from_file(CORPUS / "add_relu" / "pass_masked.py"))
     assert r.verdict == "pass", r.reasons
     assert r.sandboxed and r.timing and r.timing["candidate_ms"] > 0
+    # The timing's own breakdown, from the worker's clock (figures only).
+    phases = {k: r.seconds.get(f"timing_{k}", -1) for k in ("warmup", "single", "b2b", "prints", "after")}
+    assert all(x >= 0 for x in phases.values()), phases
+    assert phases["single"] > 0 and phases["b2b"] > 0
 
 
 def test_a_warm_spares_first_triton_launch_was_made_ready_before_the_candidate():
