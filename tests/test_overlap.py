@@ -147,7 +147,8 @@ def test_the_same_code_twice_is_judged_once_and_each_sample_gets_its_verdict(ver
 
 def test_a_sample_with_the_same_code_hears_the_first_verdict_whenever_it_comes():
     """The first verdict ("checked") only comes with timing on a GPU: its relay to the
-    samples that wrote the same code, before and after it came."""
+    samples that wrote the same code, before and after it came; and the verdict, which a
+    front end's error does not keep from them."""
     from concurrent.futures import Future
 
     from autotriton_jupyter.pipeline.run import _Judging
@@ -156,27 +157,50 @@ def test_a_sample_with_the_same_code_hears_the_first_verdict_whenever_it_comes()
     j = _Judging("round1-sample1")
     j.future = Future()
     heard: list[tuple[str, str]] = []
-    copies = []
 
-    def copy_of(rep):
-        copies.append(rep)
-        return rep
+    def broken_view(rep):
+        heard.append(("verified", rep.verdict))
+        raise RuntimeError("the view broke")
 
-    early = j.follow(lambda m: heard.append(("early", m)), copy_of)
+    early = j.follow(lambda m: heard.append(("early", m)), lambda rep: rep, broken_view)
     assert heard == [] and not early.done()
     j.on_checked("correct; timing")
-    late = j.follow(lambda m: heard.append(("late", m)), copy_of)
+    late = j.follow(lambda m: heard.append(("late", m)), lambda rep: rep, broken_view)
     assert heard == [("early", "correct; timing"), ("late", "correct; timing")]
     early.cancel()  # an interrupted run cancels what it waits for
     rep = Report()
     j.future.set_result(rep)
-    assert late.result() is rep and copies == [rep] and early.cancelled()
+    assert late.result() is rep and early.cancelled()
+    assert heard[2:] == [("verified", "fail")]  # only the sample still waiting
     failed = _Judging("round1-sample2")
     failed.future = Future()
-    follower = failed.follow(lambda m: None, copy_of)
+    follower = failed.follow(lambda m: None, lambda rep: rep, lambda rep: None)
     failed.future.set_exception(RuntimeError("the reference broke"))
     with pytest.raises(RuntimeError, match="the reference broke"):
         follower.result()
+
+
+def test_a_judging_that_may_have_failed_through_the_machine_is_not_reused():
+    from concurrent.futures import Future
+
+    from autotriton_jupyter.pipeline.run import _Judging
+    from autotriton_jupyter.verify import Report
+
+    def judged(check: str) -> _Judging:
+        j = _Judging("round1-sample1")
+        j.future = Future()
+        r = Report()
+        r.add(check, "fail", "what happened")
+        j.future.set_result(r.finish())
+        return j
+
+    assert judged("correctness").reusable()
+    assert not judged("timeout").reusable() and not judged("lost").reusable()
+    running = _Judging("round1-sample1")
+    running.future = Future()
+    assert running.reusable()  # a judging under way: its copies wait for it
+    running.future.cancel()
+    assert not running.reusable()
 
 
 def test_a_repair_that_gives_back_the_same_code_is_not_judged_again(verifier, corpus, judgings):

@@ -9,8 +9,8 @@ share the ranking and the events.
 
 from __future__ import annotations
 
-import contextlib
 import copy
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -164,7 +164,11 @@ def _sample(
     finally:
         overlap.close()
     for b in batch:
-        if b.report is None:
+        if b.report is None and b.code:
+            b.report = Report()
+            b.report.add("judging", FAIL, "The run was interrupted before this sample was judged.")
+            b.report.finish()
+        elif b.report is None:
             b.report = _no_code_report(b.problem or "no code was extracted")
     return batch
 
@@ -252,8 +256,10 @@ def _tune_best(
     )
     emit(PipelineEvent("tuning", got.summary(), data={"tuning": got.to_dict()}))
     if got.suspect:  # the same code, caught cheating with other launch parameters
-        best.report.add("tuning_integrity", FAIL, got.suspect)
-        best.report.finish(o.verify.strict)
+        for c in results:  # and every sample that wrote it (judged once: _Judging)
+            if c.code == best.code and not c.tuned and c.report is not None:
+                c.report.add("tuning_integrity", FAIL, got.suspect)
+                c.report.finish(o.verify.strict)
         return None
     if got.best is None or got.best.report is None:
         return None
@@ -278,6 +284,19 @@ def _tune_best(
     )
 
 
+# Failures that may come from the machine rather than the code (a worker out of time under
+# load, one that could not start, one lost with its fork server): not copied to a later sample.
+_NOT_THE_CODES = frozenset({"timeout", "start", "lost"})
+
+
+def _quietly(tell: Callable[[Any], None], what: Any) -> None:
+    """Tell a front end something; its error is logged, not raised into the judging."""
+    try:
+        tell(what)
+    except Exception:
+        logging.getLogger(__name__).exception("a pipeline event could not be delivered")
+
+
 class _Judging:
     """One code's judging, shared by every sample of a tritonize call that wrote the same
     code, character for character (models often do: a short task at a low temperature).
@@ -297,27 +316,51 @@ class _Judging:
             self.checked = message
             others = list(self.others)
         for tell in others:
-            tell(message)
+            _quietly(tell, message)  # a front end's error is not the candidate's
 
-    def follow(self, tell_checked: Callable[[str], None], copy_of: Callable[[Report], Report]) -> Future:
-        """Another sample with this code: its report, a copy of the first's, as a Future."""
+    def reusable(self) -> bool:
+        """Whether another sample may take this judging's report: not when it was cancelled,
+        nor when it failed in a way that may not be the code's (a worker that ran out of
+        time under load, or could not start, or was lost with its fork server)."""
+        f = self.future
+        if f.cancelled():
+            return False
+        if not f.done() or f.exception() is not None:
+            return True
+        return not any(c.name in _NOT_THE_CODES for c in f.result().blocking())
+
+    def follow(
+        self,
+        tell_checked: Callable[[str], None],
+        copy_of: Callable[[Report], Report],
+        tell_verified: Callable[[Report], None],
+    ) -> Future:
+        """Another sample with this code: its report, a copy of the first's, as a Future;
+        its events are told as the first's come (the verdict once the Future has it)."""
         with self.lock:
             self.others.append(tell_checked)
             checked = self.checked
         if checked is not None:
-            tell_checked(checked)
+            _quietly(tell_checked, checked)
         mine: Future = Future()
 
         def done(f: Future) -> None:
-            if mine.done():  # cancelled by an interrupted run
+            try:
+                if f.cancelled():
+                    mine.cancel()
+                    return
+                if f.exception() is not None:
+                    mine.set_exception(f.exception())
+                    return
+                try:
+                    rep = copy_of(f.result())
+                except BaseException as e:
+                    mine.set_exception(e)
+                    return
+                mine.set_result(rep)
+            except InvalidStateError:  # cancelled by an interrupted run meanwhile
                 return
-            if f.cancelled():
-                mine.cancel()
-            elif f.exception() is not None:
-                mine.set_exception(f.exception())
-            else:
-                with contextlib.suppress(InvalidStateError):  # cancelled meanwhile
-                    mine.set_result(copy_of(f.result()))
+            _quietly(tell_verified, rep)
 
         self.future.add_done_callback(done)
         return mine
@@ -350,6 +393,7 @@ class _Overlap:
         self.cancel = _EitherCancel(user_cancel)
         self.generating = threading.Event()  # set once generation is over: timing may start
         self.early: dict[int, tuple[str, Future]] = {}
+        self.own: list[Future] = []  # the judgings this round started (not the copies)
         # As many candidates at once as the verifier runs in parallel (and the reference).
         self.pool = ThreadPoolExecutor(v.parallel + 1, thread_name_prefix="autotriton-verify")
         self.reference = self.pool.submit(self._prepare)
@@ -378,10 +422,11 @@ class _Overlap:
     def _submit(self, i: int, code: str) -> Future:
         """Sample i's report to come: judged now, or a copy of the same code's judging."""
         first = self.judged.get(code)
-        if first is None or first.future.cancelled():
+        if first is None or not first.reusable():
             judging = _Judging(self._name(i))
             judging.future = self.pool.submit(self._verify, i, code, judging)
             self.judged[code] = judging
+            self.own.append(judging.future)
             return judging.future
         name = self._name(i)
 
@@ -395,14 +440,16 @@ class _Overlap:
                 f"the same code as {first.name}, character for character: judged once, and "
                 "this is that judging's report"
             )
-            self.emit(
-                PipelineEvent(
-                    "verified", mine.verdict, sample=i, round=self.rnd, data={"report": mine.to_dict()}
-                )
-            )
             return mine
 
-        return first.follow(checked, copy_of)
+        def verified(rep: Report) -> None:
+            self.emit(
+                PipelineEvent(
+                    "verified", rep.verdict, sample=i, round=self.rnd, data={"report": rep.to_dict()}
+                )
+            )
+
+        return first.follow(checked, copy_of, verified)
 
     def _verify(self, i: int, code: str, judging: _Judging) -> Report:
         self.reference.result()  # its error, if any, is raised to finish()
@@ -435,7 +482,7 @@ class _Overlap:
         self.generating.set()
         self.reference.result()  # a broken reference is the caller's error
         if self.user_cancel.cancelled:
-            for _code, fut in self.early.values():  # what already started is kept
+            for fut in self.own:  # what already started is kept (and so are its copies)
                 fut.cancel()
         futures = {}
         for b in batch:
