@@ -365,10 +365,26 @@ class Store:
         self._use_wal()
         self.db.execute("PRAGMA foreign_keys=ON")
         if version < SCHEMA_VERSION:
+            # Read again, the version and the tables in one snapshot: a process making this
+            # library may have committed its tables between the first two reads (an old
+            # version with tables looked like an old library, and its "upgrade" failed).
+            version, empty = self._snapshot()
+            if version >= SCHEMA_VERSION:
+                return
             if empty:
                 self._make_tables()  # one another process is making
             else:
                 self._upgrade(version)
+
+    def _snapshot(self) -> tuple[int, bool]:
+        """The schema version, and whether there are no tables yet, read in one transaction."""
+        self.db.execute("BEGIN")
+        try:
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            tables = self.db.execute("SELECT COUNT(*) FROM sqlite_master WHERE type='table'").fetchone()[0]
+        finally:
+            self.db.execute("COMMIT")
+        return version, tables == 0
 
     def _identify(self, version: int) -> bool:
         """Refuses a file that is not a kernel library, before anything is written to it;

@@ -135,6 +135,35 @@ def test_notebooks_opening_a_new_library_at_the_same_moment_all_get_it(tmp_path)
             assert s.counts()["tasks"] == 1
 
 
+def test_a_library_finished_by_another_process_while_this_one_looks_is_opened_not_upgraded(
+    tmp_path, monkeypatch
+):
+    """The race behind a rare "disk I/O error" from two notebooks opening a new library: the
+    other process commits its tables after this one read the version (0) but before it
+    looked for tables, so a new library looked like an old one and was "upgraded"."""
+    import autotriton_jupyter.store as store
+
+    path = tmp_path / "lib.sqlite"
+    maker = sqlite3.connect(path, isolation_level=None)
+    maker.execute("PRAGMA journal_mode=WAL")  # the other process, before its tables
+    real = Store._identify
+
+    def identify(self, version):
+        if version == 0:  # this process read the version: now the other one finishes
+            maker.execute("BEGIN IMMEDIATE")
+            store._run(maker, store.SCHEMA)
+            maker.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            maker.execute("COMMIT")
+        return real(self, version)
+
+    monkeypatch.setattr(Store, "_identify", identify)
+    with Store(path) as s:
+        s.add_task("t", "source")
+        assert s.counts()["tasks"] == 1
+    maker.close()
+    assert not list(tmp_path.glob("*.bak"))  # nothing was taken for an old library
+
+
 SENT = [
     {"role": "user", "content": "Write ModelNew for this task."},
     {"role": "assistant", "content": "```python\nbroken\n```"},
