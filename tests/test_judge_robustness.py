@@ -106,8 +106,12 @@ def test_large_tasks_are_judged_in_parts_with_the_same_verdict(corpus, monkeypat
     # Where the reference's preparation went, summed over its parts, in the report that
     # waited for it: a worker, its import, drawing the sets, the forward, the messages.
     steps = {k: v for k, v in parts.seconds.items() if k.startswith("reference_")}
-    assert set(steps) == {f"reference_{k}" for k in ("worker", "load", "draw", "forward", "messages")}
+    # (and of the drawing, the part spent in the task's own get_inputs()).
+    assert set(steps) == {
+        f"reference_{k}" for k in ("worker", "load", "draw", "draw_task", "forward", "messages")
+    }
     assert all(v >= 0 for v in steps.values()) and steps["reference_draw"] > 0
+    assert 0 < steps.pop("reference_draw_task") <= steps["reference_draw"]
     assert sum(steps.values()) <= parts.seconds["reference"] + 0.05
     if whole.verdict == "pass":  # every set, then the repeat, refill and late runs
         assert len(runs) == parts.correctness["input_sets"] + 3

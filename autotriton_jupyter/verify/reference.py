@@ -136,7 +136,7 @@ def _seconds(spent: dict[str, Any]) -> dict[str, float]:
     return {
         k: float(v)
         for k, v in spent.items()
-        if k in ("draw", "forward") and type(v) in (int, float) and 0 <= v < float("inf")
+        if k in ("draw", "draw_task", "forward") and type(v) in (int, float) and 0 <= v < float("inf")
     }
 
 
@@ -337,6 +337,8 @@ class ReferencePrep:
             "worker": t_load - t_start,
             "load": t_sets - t_load,
             "draw": spent.get("draw", 0.0),
+            # of which the task's get_inputs() (the rest: the judge's variants, the device)
+            "draw_task": spent.get("draw_task", 0.0),
             "forward": spent.get("forward", 0.0),
             # the rest of the sets' time: sending them and their outputs, reading them here
             "messages": max(0.0, t_done - t_sets - spent.get("draw", 0.0) - spent.get("forward", 0.0)),

@@ -226,6 +226,7 @@ class WorkerState:
         self.given_state: frozenset[int] = frozenset()  # storages of ModelNew's parameters
         self.module: Any = None
         self.sets: list[list[Any]] = []
+        self.task_draw_s = 0.0  # seconds in the task's get_inputs() (op_trials' breakdown)
         self.slots: dict[int, list[Any]] = {}
         self.out_nbytes: list[int] = []
         self.probe: probes.LaunchProbe | None = None
@@ -353,7 +354,9 @@ class WorkerState:
         """
         torch.manual_seed(seed)
         random.seed(seed)
+        t0 = time.perf_counter()
         inputs = list(self.module.get_inputs())
+        self.task_draw_s += time.perf_counter() - t0  # the task's own code, for the breakdown
         gen = torch.Generator().manual_seed(seed + 1)
         if shapes is not None:
             inputs = reshape_inputs(inputs, [tuple(s) for s in shapes], gen)
@@ -373,6 +376,7 @@ class WorkerState:
     def op_trials(self, msg: dict) -> dict:
         results = []
         spent = {"draw": 0.0, "forward": 0.0}  # seconds, for the report's breakdown
+        self.task_draw_s = 0.0  # of the draw: in the task's get_inputs()
         for spec in msg["sets"]:
             t0 = time.perf_counter()
             try:
@@ -436,6 +440,7 @@ class WorkerState:
             )
         if self.device == "cuda":
             torch.cuda.empty_cache()  # the variants' temporaries: this worker lives on
+        spent["draw_task"] = self.task_draw_s
         return {"sets": results, "seconds": spent}
 
     def _init_variant(self, init: list[Any]) -> Any:
