@@ -217,3 +217,71 @@ def test_a_repair_that_gives_back_the_same_code_is_not_judged_again(verifier, co
     assert repair.round == 1 and repair.report.verdict == "fail"
     assert repair.report.reasons == first.report.reasons
     assert any("round1-sample1" in n for n in repair.report.notes)
+
+
+class _LostOnce:
+    """The real verifier, whose first judging is reported as a worker that ran out of time
+    under load (tests only: a timeout that is the machine's, not the code's)."""
+
+    def __init__(self, real) -> None:
+        self.real, self.calls = real, 0
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def verify(self, task, candidate, **kw):
+        self.calls += 1
+        if self.calls == 1:
+            from autotriton_jupyter.verify import Report
+
+            r = Report(candidate=candidate.name)
+            r.add("timeout", "fail", "Running the candidate did not finish within 60 s and was stopped.")
+            return r.finish()
+        return self.real.verify(task, candidate, **kw)
+
+
+def test_samples_that_copied_a_judging_the_machine_failed_are_judged_again(verifier, corpus):
+    d = corpus / "add_relu"
+    good = fenced(d / "pass_masked.py")
+    lost = _LostOnce(verifier)
+    res = tritonize(
+        Task.from_file(d / "task.py"),
+        Instant([[good, good, good]]),
+        TritonizeOptions(n=3, verify=verifier.options),
+        verifier=lost,
+    )
+    by = {c.sample: c.report for c in res.candidates}
+    # The first sample keeps its own (timed-out) judging; the two that copied it get one more,
+    # shared between them.
+    assert lost.calls == 2
+    assert [by[i].verdict for i in range(3)] == ["fail", "pass", "pass"]
+
+
+def test_an_interrupt_keeps_the_copies_of_a_judging_under_way(verifier, corpus):
+    from autotriton_jupyter.model.generator import Cancel
+
+    d = corpus / "add_relu"
+    good = fenced(d / "pass_masked.py")
+    interrupt = Cancel()  # the user's Ctrl-C
+
+    class InterruptedAfterThree:
+        name = "interrupted"
+
+        def generate(self, chats, n, params, on_event=None, cancel=None):
+            out = []
+            for i in range(3):
+                on_event(Event("done", sample=i, tokens=1, message="stop", text=good))
+                out.append(Completion(good, 1, "stop", 0.01, chat=0, sample=i))
+            threading.Event().wait(0.3)  # the first judging is under way
+            interrupt.set()
+            return out
+
+    res = tritonize(
+        Task.from_file(d / "task.py"),
+        InterruptedAfterThree(),
+        TritonizeOptions(n=3, verify=verifier.options),
+        verifier=verifier,
+        cancel=interrupt,
+    )
+    assert res.cancelled
+    assert [c.report.verdict for c in sorted(res.candidates, key=lambda c: c.sample)] == ["pass"] * 3

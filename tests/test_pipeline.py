@@ -284,6 +284,11 @@ def test_a_variant_caught_cheating_fails_the_original(verifier, task, corpus):
     assert len(res.candidates) == 1 and res.best is None
     failed = {c.name: c.message for c in res.candidates[0].report.failed()}
     assert "torch_ops" in failed["tuning_integrity"]
+    # Three samples of that code, judged once: every one of them fails, not only the best.
+    gen = ScriptedGenerator([[fenced(corpus / "add_relu" / "pass_masked.py")] * 3])
+    res = tritonize(task, gen, TritonizeOptions(n=3, tune=True, tune_variants=2), verifier=CaughtOnce(verifier))
+    assert len(res.candidates) == 3 and res.best is None
+    assert all("tuning_integrity" in {c.name for c in x.report.failed()} for x in res.candidates)
 
 
 def test_the_command_line_accepts_a_kernel_as_the_notebook_does(tmp_path, corpus, capsys):

@@ -103,6 +103,16 @@ def test_verify_uses_a_started_service_and_gives_the_local_verdicts(env, monkeyp
     assert service.status() is None
 
 
+def test_a_one_shot_verify_says_how_to_keep_a_verifier_warm(env):
+    """Without a service, a verify pays for its own verifier: it says so, and what to run."""
+    slow = cli(env, "verify", str(TASK), str(CANDS / "pass_masked.py"), "--device", "cpu")
+    assert slow.returncode == 0, slow.stderr
+    assert "started its own verifier" in slow.stderr and "autotriton verifier start" in slow.stderr
+    for flag in ("-q", "--local"):  # asked for quiet, or asked to verify here
+        quiet = cli(env, "verify", str(TASK), str(CANDS / "pass_masked.py"), "--device", "cpu", flag)
+        assert quiet.returncode == 0 and "verifier start" not in quiet.stderr
+
+
 def test_a_task_error_from_the_service_is_an_input_error(env, tmp_path):
     assert cli(env, "verifier", "start", "--device", "cpu", "--idle", "5").returncode == 0
     broken = tmp_path / "broken.py"

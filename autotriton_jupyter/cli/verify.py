@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from .args import EXIT_CONDITIONAL, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, output_file, source_file
-from .common import _add_tune_flags, _add_verify_flags, _options, _progress, _warn
+from .common import _STARTED, _add_tune_flags, _add_verify_flags, _options, _progress, _warn
+
+HINT_AFTER_S = 2.0  # a one-shot verify this slow says how to make the next ones quick
 
 # Checks that need more than one argument, run by main() before the command does any work.
 
@@ -65,6 +67,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             )
             return 130
     tuned = None
+    one_shot = report is None  # no service answered: this process starts its own verifier
     if report is not None:
         if args.tune:
             def remote_judge(cands: list) -> list:
@@ -92,6 +95,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
                     tuned = _tune(args, cand, report, lambda cands: v.verify_many(task, cands), progress)
         finally:
             prestart.drop()  # one its Verifier did not take (it could not be built)
+    if one_shot and remote and not args.quiet:
+        took = time.perf_counter() - _STARTED
+        if took > HINT_AFTER_S and service.status() is None:  # (one running said why not)
+            print(
+                f"autotriton: this verify started its own verifier and stopped it again "
+                f"({took:.1f} s); `autotriton verifier start` keeps one warm, so that each later "
+                "verify pays only for its candidate (and for a task's reference, the first time)",
+                file=sys.stderr,
+                flush=True,
+            )
     if args.json:
         got = json.loads(report.to_json())
         if tuned is not None:

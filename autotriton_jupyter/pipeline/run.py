@@ -24,7 +24,7 @@ from ..model.generator import Cancel, Chat, Event, Generator
 from ..model.prompts import repair_chat, speed_chat, task_chat
 from ..task import Candidate, Task
 from ..verify import Report, Verifier
-from ..verify.report import FAIL
+from ..verify.report import FAIL, INCONCLUSIVE
 from .attempt import Attempt, Result, rank_key, speedups
 
 
@@ -165,8 +165,8 @@ def _sample(
         overlap.close()
     for b in batch:
         if b.report is None and b.code:
-            b.report = Report()
-            b.report.add("judging", FAIL, "The run was interrupted before this sample was judged.")
+            b.report = Report()  # no verdict on the code: inconclusive, not a failed check
+            b.report.add("judging", INCONCLUSIVE, "The run was interrupted before this sample was judged.")
             b.report.finish()
         elif b.report is None:
             b.report = _no_code_report(b.problem or "no code was extracted")
@@ -289,6 +289,10 @@ def _tune_best(
 _NOT_THE_CODES = frozenset({"timeout", "start", "lost"})
 
 
+def _machine_failed(r: Report) -> bool:
+    return any(c.name in _NOT_THE_CODES for c in r.blocking())
+
+
 def _quietly(tell: Callable[[Any], None], what: Any) -> None:
     """Tell a front end something; its error is logged, not raised into the judging."""
     try:
@@ -327,7 +331,7 @@ class _Judging:
             return False
         if not f.done() or f.exception() is not None:
             return True
-        return not any(c.name in _NOT_THE_CODES for c in f.result().blocking())
+        return not _machine_failed(f.result())
 
     def follow(
         self,
@@ -394,6 +398,7 @@ class _Overlap:
         self.generating = threading.Event()  # set once generation is over: timing may start
         self.early: dict[int, tuple[str, Future]] = {}
         self.own: list[Future] = []  # the judgings this round started (not the copies)
+        self.copies: set[int] = set()  # the samples given a copy of another's judging
         # As many candidates at once as the verifier runs in parallel (and the reference).
         self.pool = ThreadPoolExecutor(v.parallel + 1, thread_name_prefix="autotriton-verify")
         self.reference = self.pool.submit(self._prepare)
@@ -429,6 +434,7 @@ class _Overlap:
             self.own.append(judging.future)
             return judging.future
         name = self._name(i)
+        self.copies.add(i)
 
         def checked(message: str) -> None:
             self.emit(PipelineEvent("checked", message, sample=i, round=self.rnd))
@@ -460,20 +466,16 @@ class _Overlap:
                 if not self.generating.is_set()
                 else "correct; timing"
             )
-            self.emit(PipelineEvent("checked", message, sample=i, round=self.rnd))
+            # Inside the judge: a front end's error must not read as the worker's.
+            _quietly(self.emit, PipelineEvent("checked", message, sample=i, round=self.rnd))
             judging.on_checked(message)  # and to the samples that wrote the same code
             self.generating.wait()
             return not self.user_cancel.cancelled  # an interrupted run is not timed
 
         rep = self.v.verify(self.task, Candidate(code, self._name(i)), before_timing=checked)
-        self.emit(
-            PipelineEvent(
-                "verified",
-                rep.verdict,
-                sample=i,
-                round=self.rnd,
-                data={"report": rep.to_dict()},
-            )
+        _quietly(  # as for the samples that share this judging
+            self.emit,
+            PipelineEvent("verified", rep.verdict, sample=i, round=self.rnd, data={"report": rep.to_dict()}),
         )
         return rep
 
@@ -496,6 +498,16 @@ class _Overlap:
         for b in batch:
             if b.sample in futures:
                 b.report = futures[b.sample].result()
+        # A copy of a judging that failed through the machine: judged once more, for all of
+        # this round's samples with that code (the first of them judged, the others copies).
+        again = {}
+        for b in batch:
+            if b.sample in self.copies and b.report is not None and _machine_failed(b.report):
+                if not self.user_cancel.cancelled:
+                    again[b.sample] = self._submit(b.sample, b.code)
+        for b in batch:
+            if b.sample in again:
+                b.report = again[b.sample].result()
 
     def close(self) -> None:
         self.generating.set()
