@@ -215,6 +215,8 @@ def _made(inputs: list[Any], variant: str, gen: torch.Generator, dev: torch.devi
 class WorkerState:
     """State of one worker: its device and whatever the commands built."""
 
+    task_draw_s = 0.0  # seconds in the task's get_inputs() (op_trials' breakdown)
+
     def __init__(self, device: str, workdir: str, gpu_fraction: float) -> None:
         self.device = device
         self.workdir = Path(workdir)
@@ -226,7 +228,6 @@ class WorkerState:
         self.given_state: frozenset[int] = frozenset()  # storages of ModelNew's parameters
         self.module: Any = None
         self.sets: list[list[Any]] = []
-        self.task_draw_s = 0.0  # seconds in the task's get_inputs() (op_trials' breakdown)
         self.slots: dict[int, list[Any]] = {}
         self.out_nbytes: list[int] = []
         self.probe: probes.LaunchProbe | None = None
