@@ -257,7 +257,7 @@ def _tune_best(
     emit(PipelineEvent("tuning", got.summary(), data={"tuning": got.to_dict()}))
     if got.suspect:  # the same code, caught cheating with other launch parameters
         for c in results:  # and every sample that wrote it (judged once: _Judging)
-            if c.code == best.code and not c.tuned and c.report is not None:
+            if c.code == best.code and c.report is not None:  # (no tuned attempt is here yet)
                 c.report.add("tuning_integrity", FAIL, got.suspect)
                 c.report.finish(o.verify.strict)
         return None
@@ -500,11 +500,12 @@ class _Overlap:
                 b.report = futures[b.sample].result()
         # A copy of a judging that failed through the machine: judged once more, for all of
         # this round's samples with that code (the first of them judged, the others copies).
-        again = {}
-        for b in batch:
-            if b.sample in self.copies and b.report is not None and _machine_failed(b.report):
-                if not self.user_cancel.cancelled:
-                    again[b.sample] = self._submit(b.sample, b.code)
+        again = {
+            b.sample: self._submit(b.sample, b.code)
+            for b in batch
+            if b.sample in self.copies and b.report is not None and _machine_failed(b.report)
+            and not self.user_cancel.cancelled
+        }
         for b in batch:
             if b.sample in again:
                 b.report = again[b.sample].result()
