@@ -156,3 +156,34 @@ def test_tensor_methods_a_candidate_sets_fail_at_run_time(setup, attack):
     assert r.verdict == "fail"
     assert {c.name for c in r.failed()} & {"tampering", "output_type", "WorkerFailure", "runs"}, r.reasons
     assert v.verify(task, honest).verdict == "pass"
+
+
+def test_the_judge_made_sets_are_compared_while_the_worker_runs_on(corpus, monkeypatch):
+    """Every run's output is compared once: a set the task draws before the next part (a
+    wrong one stops the run there), the judge's own sets, the repeat and the refill on the
+    judge's comparison thread while the worker runs the next part. The report is the one
+    those comparisons give: here wrong only on a judge-made set."""
+    import threading
+
+    from autotriton_jupyter.verify import judge
+
+    seen: list[tuple[str, int, int]] = []
+    real = judge.Verifier._compare
+
+    def counted(self, out, want, quick=False):
+        seen.append((threading.current_thread().name, id(out), id(want)))
+        return real(self, out, want, quick)
+
+    monkeypatch.setattr(judge.Verifier, "_compare", counted)
+    task = Task.from_file(corpus / "relu_nonneg" / "task.py")
+    cand = Candidate.from_file(corpus / "relu_nonneg" / "fail_identity.py")
+    with Verifier(VerifyOptions(device="cpu", seed=9, timeout=15, timing=False)) as v:
+        r = v.verify(task, cand)
+    assert {c.name: c.status for c in r.checks}["judge_inputs"] == "conditional"
+    behind = [s for s in seen if s[0].startswith("autotriton-compare")]
+    assert behind and len(behind) < len(seen)  # the fresh sets' on the judging thread
+    outputs = {o for _, o, _ in seen}
+    # Against the reference's outputs, none twice (the repeat run is compared with the
+    # candidate's first output, once for each judging of the runs, as before).
+    pairs = [(o, w) for _, o, w in seen if w not in outputs]
+    assert len(pairs) == len(set(pairs))

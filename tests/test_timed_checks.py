@@ -8,36 +8,93 @@ import pytest
 import torch
 
 from autotriton_jupyter.task import Task
-from autotriton_jupyter.verify import Verifier, VerifyOptions, fingerprint, vary
+from autotriton_jupyter.verify import Verifier, VerifyOptions, checks, fingerprint, vary
 from autotriton_jupyter.verify.timed import _check_kept, _check_prints
 
 
-def test_the_reference_worker_answers_for_varied_timed_calls(corpus):
+def test_the_reference_worker_judges_the_kept_timed_calls_where_its_outputs_are(corpus):
+    """The reference's worker remakes the varied inputs of the kept calls, compares the
+    candidate's outputs with its own there (only the verdicts come back), and projects the
+    checked calls' outputs."""
     task = Task.from_file(corpus / "softmax" / "task.py")
     with Verifier(VerifyOptions(device="cpu", seed=3, timing=False)) as v:
         ref = v.prepare(task)
         assert v._vary_mode(ref) == "elements"  # asked of the reference's worker, once
         sets = [ref.sets[i]["inputs"] for i in ref.timed]
+        variation = vary.Variation(11, sets)
+        want = torch.softmax(vary.varied_copy(sets[0], variation, 0, 5)[0], dim=1)
+        unvaried = torch.softmax(sets[0][0], dim=1)
+        assert not torch.allclose(want, unvaried)  # the inputs are varied
         got = ref.worker.call(
             "varied_outputs",
             60,
             "the reference",
             sets=[ref.sets[i]["worker_index"] for i in ref.timed],
             seed=11,
-            calls=[[0, 5]],
+            calls=[[0, 5], [0, 6]],
+            # The right output of call 5; for call 6, call 5's (kept from another call).
+            candidate=[want.clone(), want.clone()],
             checks=[[len(sets) - 1, 9], [0, 5]],
             projection_seed=4,
             atol=1e-5,  # softmax's outputs are about 1/100: a tolerance well under them
             rtol=1e-3,
         )
-    variation = vary.Variation(11, sets)
-    want = torch.softmax(vary.varied_copy(sets[0], variation, 0, 5)[0], dim=1)
-    torch.testing.assert_close(got["outputs"][0], want)
-    assert not torch.allclose(want, torch.softmax(sets[0][0], dim=1))  # the inputs were varied
+    right, stale_copy = got["kept"]
+    assert right == {"ok": True, "message": "", "finite": True, "stale": False}
+    assert not stale_copy["ok"] and "differs from the reference in" in stale_copy["message"]
+    assert not stale_copy["stale"]  # the reference's own output moves with the variation
     # The candidate's projection of the same output agrees with the reference's.
     mine = [t.tolist() for t in fingerprint.Projection(4).take(want)]
     assert fingerprint.agrees(mine, got["prints"][1]) is None
     assert fingerprint.agrees(mine, got["prints"][0]) is not None  # another call's inputs
+
+
+def test_only_outputs_laid_out_as_the_reference_reach_its_worker(corpus, monkeypatch):
+    """A kept output of another layout (deeply nested lists, another dtype, a tuple where
+    the reference returns a tensor) is wrong whatever its values: it never travels to the
+    reference's worker, which could otherwise be made to fail (and a failure there means
+    no check of the timed outputs), and the judge says what is wrong with it."""
+    task = Task.from_file(corpus / "softmax" / "task.py")
+    with Verifier(VerifyOptions(device="cpu", seed=3, timing=False)) as v:
+        ref = v.prepare(task)
+        v._vary_mode(ref)
+        sets = [ref.sets[i]["inputs"] for i in ref.timed]
+        right = torch.softmax(vary.varied_copy(sets[0], vary.Variation(11, sets), 0, 5)[0], dim=1)
+        deep: list = []
+        for _ in range(2000):
+            deep = [deep]
+        outputs = [right, deep, right.double(), (right,)]
+        kept = [{"set": ref.timed[0], "position": 0, "call": 5 + i, "outputs": o} for i, o in enumerate(outputs)]
+        kept[0]["call"] = 5
+        sent: list = []
+        real_call = ref.worker.call
+
+        def call(op, *a, **kw):
+            sent.extend(kw.get("candidate", []))
+            return real_call(op, *a, **kw)
+
+        monkeypatch.setattr(ref.worker, "call", call)
+        got = v._varied_reference(ref, kept, 11, [], 4)
+    assert not isinstance(got, str)
+    verdicts, _ = got
+    assert sent[0] is kept[0]["outputs"] and sent[1:] == [None, None, None]
+    assert verdicts[0]["ok"] and not any(x["ok"] for x in verdicts[1:])
+    assert "forward returned a tuple" in verdicts[1]["message"]  # a list, 2000 deep
+    assert "dtype torch.float64" in verdicts[2]["message"]
+    assert "tuple" in verdicts[3]["message"]
+    assert checks.same_layout((right,), (right,)) and checks.same_layout([right], (right,))
+    assert not checks.same_layout(right[:1], right)
+
+
+def test_a_kept_call_is_stale_where_the_variation_hardly_moves_the_reference():
+    base = torch.rand(16, 16, generator=torch.Generator().manual_seed(1)) + 1
+    got = checks.kept_call(base.clone(), base * 1.0001, base, 1e-2, 1e-2)
+    assert got["ok"] and got["stale"] and got["finite"]
+    nan = base.clone()
+    nan[0, 0] = float("nan")
+    assert not checks.kept_call(nan.clone(), nan, base, 1e-2, 1e-2)["finite"]
+    wrong = checks.kept_call(torch.zeros_like(base), base * 0.5, base, 1e-2, 1e-2)
+    assert not wrong["ok"] and not wrong["stale"] and "max abs error" in wrong["message"]
 
 
 def _timing(calls: int) -> dict:
@@ -151,7 +208,10 @@ def _decide(timed_out: torch.Tensor, ref_timed: torch.Tensor, base: torch.Tensor
     ref = SimpleNamespace(sets=[{"outputs": base, "finite": bool(torch.isfinite(base).all())}], timed=[0],
                           vary_mode="elements")
     r = Report(device="cuda")
-    _Judge()._timing(ref, {"eager_ms": 2.0, "eager_b2b_ms": 1.0}, timed, ([ref_timed], [want_print]), r, [7])
+    judge = _Judge()
+    o = judge.options
+    kept = [checks.kept_call(timed_out, ref_timed, base, o.atol, o.rtol)]  # the reference's worker's
+    judge._timing(ref, {"eager_ms": 2.0, "eager_b2b_ms": 1.0}, timed, (kept, [want_print]), r, [7])
     return r
 
 

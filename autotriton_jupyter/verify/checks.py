@@ -49,9 +49,30 @@ def _fits_device(out: Any, ref: Any) -> bool:
 
 
 def _on(x: Any, device: str) -> Any:
+    """x on the device, one level deep (all that compare looks at): never recursive, so a
+    deeply nested output cannot exhaust the stack."""
     if isinstance(x, tuple | list):
-        return type(x)(_on(v, device) for v in x)
+        return type(x)(v.to(device) if isinstance(v, torch.Tensor) else v for v in x)
     return x.to(device) if isinstance(x, torch.Tensor) else x
+
+
+def _cpu(x: Any) -> Any:
+    """x in host memory (a device tensor compared on the CPU), one level deep."""
+    if isinstance(x, tuple | list):
+        return type(x)(_cpu(v) if isinstance(v, torch.Tensor) else v for v in x)
+    return x.cpu() if isinstance(x, torch.Tensor) and x.device.type != "cpu" else x
+
+
+def same_layout(out: Any, ref: Any) -> bool:
+    """Whether out is laid out exactly as the reference's output: a plain tensor of its
+    dtype and shape, or a tuple or list of as many such tensors (compare takes either)."""
+
+    def leaf(o: Any, r: Any) -> bool:
+        return type(o) is torch.Tensor and o.dtype == r.dtype and o.shape == r.shape
+
+    if isinstance(ref, tuple | list):
+        return type(out) in (tuple, list) and len(out) == len(ref) and all(map(leaf, out, ref))
+    return leaf(out, ref)
 
 
 def compare(
@@ -77,7 +98,7 @@ def compare(
             finally:  # the comparison's blocks go back: the judge keeps no GPU memory
                 with contextlib.suppress(RuntimeError):
                     torch.cuda.empty_cache()
-    return _compare(out, ref, atol, rtol, quick)
+    return _compare(_cpu(out), _cpu(ref), atol, rtol, quick)
 
 
 def _compare(out: Any, ref: Any, atol: float, rtol: float, quick: bool) -> Comparison:
@@ -213,6 +234,34 @@ def _differences(
         diff_sum += float(diff.sum())
         total += float(mag.sum())
     return worst_abs, worst_rel, n_bad, first_bad, diff_sum, total
+
+
+def finite(out: Any) -> bool:
+    """Whether an output (a tensor or a tuple of them) holds no NaN or inf."""
+    return all(
+        bool(torch.isfinite(t).all())
+        for t in _leaves(out)
+        if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
+    )
+
+
+def kept_call(
+    out: Any, want: Any, base: Any, atol: float, rtol: float, device: str | None = None
+) -> dict[str, Any]:
+    """One timed call kept whole: whether the candidate's output `out` matches `want`, the
+    reference's on the same varied inputs (`message` says how it does not), whether `want`
+    is finite, and whether `want` is `stale`: within tolerance of `base`, the reference's
+    output on the unvaried inputs, so that an output kept from an earlier call would pass.
+    Made where the reference's outputs are (its worker, on its device): nothing moves."""
+    if out is None:  # the judge sent none: it was not laid out as the reference's
+        return {"ok": False, "message": "", "finite": finite(want), "stale": False}
+    c = compare(out, want, atol, rtol, quick=True, device=device)
+    return {
+        "ok": c.ok,
+        "message": "" if c.ok else compare(out, want, atol, rtol, device=device).message,
+        "finite": finite(want),
+        "stale": compare(base, want, atol, rtol, quick=True, device=device).ok,
+    }
 
 
 def null_outputs(ref: Any, inputs: list[Any]) -> list[tuple[str, Any]]:

@@ -654,8 +654,8 @@ class Verifier(ReferencePrep, TimedChecks):
             # the reference's timing and vary mode, the only steps that hold ref.lock while
             # they wait for the GPU, were settled before this candidate's timing began.)
             wants = self._varied_reference(
-                ref, timed["kept"], vary_seed, out_bytes, [prints[c] for c in checks],
-                projection_seed, gpu_held=True,
+                ref, timed["kept"], vary_seed, [prints[c] for c in checks], projection_seed,
+                gpu_held=True,
             )
         took("timing_reference")
         with self.pool.lock.shared():
@@ -691,7 +691,6 @@ class Verifier(ReferencePrep, TimedChecks):
         error ends the run. Where the time went is added to r.seconds ("runs_*"). The
         runs returned are those of the parts run, from the first of them on.
         """
-        o, name = self.options, r.candidate
         spent = {"runs_add_sets": 0.0, "runs_in_worker": 0.0, "runs_messages": 0.0, "runs_compare": 0.0}
         runs: list[dict] = []
         tampered: list[str] = []
@@ -702,74 +701,113 @@ class Verifier(ReferencePrep, TimedChecks):
         parts = every[which]
         sends = _set_ranges(plan, every)[which]  # the sets each part sends first, if any
         base = parts[0][0] if parts else 0  # the plan's index of the first run here
-        stopped = False
-        compared: dict[int, Comparison] = {}  # fresh runs, compared once, as their part returns
+        stopped = wrong = False
+        compared: dict[int, Comparison] = {}  # runs compared once, as their part returns
         checked = 0
-        for k, part in enumerate(parts):
+        # The fresh runs are compared here, before the next part, which they may stop. The
+        # others (judge-made sets, repeat, refill) on a thread, while the worker runs the
+        # next part; `_runs` reuses every comparison.
+        behind = ThreadPoolExecutor(1, thread_name_prefix="autotriton-compare")
+        pending: list[Any] = []
+
+        def compare_run(i: int) -> Comparison:
+            c = self._compare(runs[i]["outputs"], ref.sets[plan[base + i]["set"]]["outputs"])
+            compared[base + i] = c
+            return c
+
+        try:
+            for k, part in enumerate(parts):
+                t0 = time.perf_counter()
+                for i in range(checked, len(runs)):
+                    kind = plan[base + i]["kind"]
+                    if kind == "fresh" and "outputs" in runs[i]:
+                        wrong = not compare_run(i).ok or wrong
+                    elif kind != "late" and runs[i].get("outputs") is not None:
+                        pending.append(behind.submit(compare_run, i))
+                checked = len(runs)
+                spent["runs_compare"] += time.perf_counter() - t0
+                if k and wrong:
+                    stopped = True
+                    break
+                self._run_part(ref, w, plan, r, part, numbers[k], len(every), sends[k], spent, runs, tampered)
+                if len(runs) < checked + len(part) or any("error" in x for x in runs[checked:]):
+                    break
             t0 = time.perf_counter()
-            for i in range(checked, len(runs)):
-                if plan[base + i]["kind"] == "fresh" and "outputs" in runs[i]:
-                    want = ref.sets[plan[base + i]["set"]]["outputs"]
-                    compared[base + i] = self._compare(runs[i]["outputs"], want)
-            checked = len(runs)
-            spent["runs_compare"] += time.perf_counter() - t0
-            if k and any(not c.ok for c in compared.values()):
-                stopped = True
-                break
-            if len(every) > 1:
-                what = ", ".join(_run_label(ref, plan[i]) for i in part)
-                self.on_event(f"{name}: {what} ({numbers[k] + 1}/{len(every)})")
-            t0 = time.perf_counter()
-            if sends[k] is not None:
-                try:
-                    sets = ref.input_sets(*sends[k])
-                except OSError as e:  # no memory or descriptors left for a memory file
-                    raise WorkerFailure(
-                        "error",
-                        f"the judge could not prepare the input sets ({e}); free memory and run again",
-                        op="add_sets",
-                    ) from e
-                w.call(
-                    "add_sets",
-                    o.timeout,
-                    "Sending the input sets",
-                    max_reply=REPLY_SLACK,
-                    sealed=sets,
-                )
-            t1 = time.perf_counter()
-            spent["runs_add_sets"] += t1 - t0
-            got = w.call(
-                "run",
-                o.timeout,
-                "Running the candidate",
-                max_reply=REPLY_SLACK + 2 * sum(_nbytes(ref.sets[plan[i]["set"]]["outputs"]) for i in part),
-                runs=[
-                    {k: plan[i][k] for k in ("set", "slot", "extra_calls", "model") if k in plan[i]}
-                    for i in part
-                ],
-                extra_budget_s=LATE_BUDGET_S if self.device == "cpu" else LATE_BUDGET_GPU_S,
-            )
-            # The worker's own clock: for the figures only, never for a verdict.
-            in_worker = _seconds(got.get("op_s"))
-            spent["runs_in_worker"] += in_worker
-            spent["runs_messages"] += max(0.0, time.perf_counter() - t1 - in_worker)
-            if not runs and not base and got["runs"] and isinstance(got["runs"][0].get("obs"), dict):
-                first = got["runs"][0]["obs"]
-                spent["runs_first_call"] = _seconds(first.get("seconds"))
-                # On a GPU: when its driver module, kernels and launchers were ready (Triton's
-                # builds and compiles, from the worker's cache files; a lie costs only figures).
-                steps = first.get("triton_steps")
-                steps = steps if isinstance(steps, dict) else {}
-                for kind in ("driver", "kernel", "launcher"):
-                    if kind in steps:
-                        spent[f"runs_first_call_{kind}_ready"] = _seconds(steps[kind])
-            runs += got["runs"]
-            tampered += got["tampered"]
-            if len(got["runs"]) < len(part) or any("error" in x for x in got["runs"]):
-                break
+            for f in pending:
+                f.result()  # its error, if any, is the judge's
+            spent["runs_compare_wait"] = time.perf_counter() - t0
+        finally:
+            behind.shutdown(wait=True, cancel_futures=True)
         for key, value in spent.items():
             r.seconds[key] = r.seconds.get(key, 0.0) + value
         return {"runs": runs, "tampered": tampered, "stopped": stopped, "compared": compared}
+
+    def _run_part(
+        self,
+        ref: Reference,
+        w: Worker,
+        plan: list[dict],
+        r: Report,
+        part: list[int],
+        number: int,
+        count: int,
+        send: tuple[int, int] | None,
+        spent: dict[str, float],
+        runs: list[dict],
+        tampered: list[str],
+    ) -> None:
+        """One part of the plan (`number` of `count`) in the candidate's worker, its input
+        sets `send` first: its runs and tampering are added to `runs` and `tampered`."""
+        o, name = self.options, r.candidate
+        if count > 1:
+            what = ", ".join(_run_label(ref, plan[i]) for i in part)
+            self.on_event(f"{name}: {what} ({number + 1}/{count})")
+        t0 = time.perf_counter()
+        if send is not None:
+            try:
+                sets = ref.input_sets(*send)
+            except OSError as e:  # no memory or descriptors left for a memory file
+                raise WorkerFailure(
+                    "error",
+                    f"the judge could not prepare the input sets ({e}); free memory and run again",
+                    op="add_sets",
+                ) from e
+            w.call(
+                "add_sets",
+                o.timeout,
+                "Sending the input sets",
+                max_reply=REPLY_SLACK,
+                sealed=sets,
+            )
+        t1 = time.perf_counter()
+        spent["runs_add_sets"] += t1 - t0
+        got = w.call(
+            "run",
+            o.timeout,
+            "Running the candidate",
+            max_reply=REPLY_SLACK + 2 * sum(_nbytes(ref.sets[plan[i]["set"]]["outputs"]) for i in part),
+            runs=[
+                {k: plan[i][k] for k in ("set", "slot", "extra_calls", "model") if k in plan[i]}
+                for i in part
+            ],
+            extra_budget_s=LATE_BUDGET_S if self.device == "cpu" else LATE_BUDGET_GPU_S,
+        )
+        # The worker's own clock: for the figures only, never for a verdict.
+        in_worker = _seconds(got.get("op_s"))
+        spent["runs_in_worker"] += in_worker
+        spent["runs_messages"] += max(0.0, time.perf_counter() - t1 - in_worker)
+        if not runs and not part[0] and got["runs"] and isinstance(got["runs"][0].get("obs"), dict):
+            first = got["runs"][0]["obs"]
+            spent["runs_first_call"] = _seconds(first.get("seconds"))
+            # On a GPU: when its driver module, kernels and launchers were ready (Triton's
+            # builds and compiles, from the worker's cache files; a lie costs only figures).
+            steps = first.get("triton_steps")
+            steps = steps if isinstance(steps, dict) else {}
+            for kind in ("driver", "kernel", "launcher"):
+                if kind in steps:
+                    spent[f"runs_first_call_{kind}_ready"] = _seconds(steps[kind])
+        runs += got["runs"]
+        tampered += got["tampered"]
 
     def _finish_runs(
         self,

@@ -388,7 +388,7 @@ class ReferencePrep:
                     device=self.device,
                     budget=o.timing_budget_s,
                     vary=ref.vary_mode,
-                    version=4,  # 2: back-to-back figures; 3: inputs varied per call; 4: outputs projected
+                    version=5,  # 2: back-to-back figures; 3: inputs varied per call; 4: outputs projected; 5: rows within a budget
                 )
                 cache = refcache.ReferenceTimings() if o.reference_cache else None
                 ref.timing = cache.get(k) if cache else None

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import fingerprint, vary
+from .checks import same_layout
 from .report import CONDITIONAL, FAIL, PASS, Report
 from .sandbox import WorkerFailure
 
@@ -64,18 +65,6 @@ def _check_prints(t: dict[str, Any], positions: int) -> dict[int, list[int]]:
 
 
 
-def _finite(out: Any) -> bool:
-    """Whether an output (a tensor or a tuple of them) holds no NaN or inf."""
-    import torch
-
-    leaves = list(out) if isinstance(out, tuple | list) else [out]
-    return all(
-        bool(torch.isfinite(t).all())
-        for t in leaves
-        if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())
-    )
-
-
 class TimedChecks:
     """Verifier's steps after a candidate's timing (a mixin: it uses the Verifier's options,
     pool and comparison)."""
@@ -83,25 +72,24 @@ class TimedChecks:
     def _timed_problem(
         self,
         timed: dict[str, Any],
-        wants: tuple[list[Any], list[Any]],
+        wants: tuple[list[dict], list[Any]],
         checks: Sequence[int],
         t: dict[str, Any],
         excuse: bool = False,
     ) -> tuple[str | None, int]:
-        """What was wrong with the timed calls' outputs: the kept ones compared in full, the
-        projections of the `checks` calls against the reference's; None when nothing. With
-        `excuse`, a call where the reference's own output holds NaN or inf is not judged
-        (an honest kernel may give another value there); how many were not is the second
-        value."""
-        outputs, projections = wants
+        """What was wrong with the timed calls' outputs: the kept ones as the reference's
+        worker compared them in full (checks.kept_call), the projections of the `checks`
+        calls against the reference's; None when nothing. With `excuse`, a call where the
+        reference's own output holds NaN or inf is not judged (an honest kernel may give
+        another value there); how many were not is the second value."""
+        kept, projections = wants
         skipped = 0
-        for k, want in zip(timed["kept"], outputs):
-            if excuse and not _finite(want):
+        for k in kept:
+            if excuse and not k["finite"]:
                 skipped += 1
                 continue
-            if not self._compare(k["outputs"], want, quick=True).ok:
-                c = self._compare(k["outputs"], want)  # for its message
-                return f"An output produced while timing was wrong: {c.message}", skipped
+            if not k["ok"]:
+                return f"An output produced while timing was wrong: {k['message']}", skipped
         got = {call: pairs for call, _, pairs in t["prints"]}
         for call, want in zip(checks, projections):
             if excuse and any(row[fingerprint.STRIPES] != 0 for row in want):
@@ -140,14 +128,15 @@ class TimedChecks:
         ref: Reference,
         kept: list[dict],
         seed: int,
-        out_bytes: int,
         checks: list[list[int]],
         projection_seed: int,
         gpu_held: bool = False,
-    ) -> tuple[list[Any], list[Any]] | str:
+    ) -> tuple[list[dict], list[Any]] | str:
         """The reference on the inputs timed calls saw (vary.py), made again in its own
-        worker from the seed: the kept calls' outputs, and the projections of the `checks`
-        calls ([position, call] each); or why it could not give them."""
+        worker from the seed: how the kept calls' outputs compare with its own there
+        (checks.kept_call: the outputs go to it, only the verdicts come back), and the
+        projections of the `checks` calls ([position, call] each); or why it could not
+        give them."""
         calls = []
         for k in kept:
             position, call = k["position"], k["call"]
@@ -160,17 +149,22 @@ class TimedChecks:
             ):
                 raise ValueError("a kept timed call is numbered wrongly")
             calls.append([position, call])
+        # Only outputs laid out exactly as the reference's travel to its worker (plain
+        # tensors of its dtypes and shapes): nothing of the candidate's making can fail or
+        # slow it there. Another layout is wrong whatever its values: the judge says how.
+        laid_out = [same_layout(k["outputs"], ref.sets[k["set"]]["outputs"]) for k in kept]
         try:
             with ref.lock, contextlib.nullcontext() if gpu_held else self.pool.lock.shared():
                 got = ref.worker.call(
                     "varied_outputs",
                     self.options.timeout,
                     "The reference, on the timed calls' inputs",
-                    max_reply=REPLY_SLACK + 2 * out_bytes * len(calls),
+                    max_reply=REPLY_SLACK,
                     sets=[ref.sets[i]["worker_index"] for i in ref.timed],
                     seed=seed,
                     vary_mode=ref.vary_mode or "elements",
                     calls=calls,
+                    candidate=[k["outputs"] if ok else None for k, ok in zip(kept, laid_out)],
                     checks=checks,
                     projection_seed=projection_seed,
                     atol=self.options.atol,
@@ -178,16 +172,23 @@ class TimedChecks:
                 )
         except WorkerFailure as f:
             return f.message
-        if len(got["outputs"]) != len(calls) or len(got["prints"]) != len(checks):
+        verdicts = got.get("kept")
+        if not isinstance(verdicts, list) or len(verdicts) != len(calls) or len(got["prints"]) != len(checks):
             return "the reference's worker returned too few outputs"
-        return got["outputs"], got["prints"]
+        if not all(isinstance(v, dict) and {"ok", "message", "finite", "stale"} <= set(v) for v in verdicts):
+            return "the reference's worker returned a malformed comparison"
+        for k, ok, v in zip(kept, laid_out, verdicts):
+            if not ok:  # sent as None: not a tensor there
+                v["ok"] = False
+                v["message"] = self._compare(k["outputs"], ref.sets[k["set"]]["outputs"]).message
+        return verdicts, got["prints"]
 
     def _timing(
         self,
         ref: Reference,
         rt: dict[str, Any],
         timed: dict[str, Any],
-        wants: tuple[list[Any], list[Any]] | str,
+        wants: tuple[list[dict], list[Any]] | str,
         r: Report,
         checks: Sequence[int] = (),
     ) -> None:
@@ -222,11 +223,7 @@ class TimedChecks:
                 trusted = trusted and judged > 0
             if problem is None:
                 r.add("timed_outputs", PASS)
-                stale = any(
-                    self._compare(ref.sets[k["set"]]["outputs"], want, quick=True).ok
-                    for k, want in zip(timed["kept"], wants[0])
-                )
-                if stale:
+                if any(k["stale"] for k in wants[0]):
                     # The varied inputs did not move the reference's output beyond the
                     # tolerance: an output kept from an earlier call would pass as this one.
                     trusted = False

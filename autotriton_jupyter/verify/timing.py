@@ -33,6 +33,8 @@ from .vary import Variation
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 B2B_CALLS = 100  # calls in a back-to-back row (three rows): enough for a steady per-call time
+B2B_MIN_CALLS = 10  # ...where each call is long: its own device time then dominates its span
+B2B_BUDGET_S = 0.15  # the three rows' wall time, at most (unless that leaves under B2B_MIN_CALLS)
 
 
 # Methods looked up on the class, not on the tensor: an instance attribute a candidate set
@@ -187,8 +189,15 @@ def bench(
         else (events[0],) * 3
     )
     b2b: dict[str, Any] = {}
-    if back_to_back:  # a row as long as the single calls took, at most B2B_CALLS, at least two
-        calls = max(2, min(reps, B2B_CALLS))
+    if back_to_back:
+        # A row of as many calls as the single calls made, at most B2B_CALLS, and no longer
+        # than the budget allows at the single calls' pace (a round there has a flush and a
+        # synchronisation more, so the rows take less): where a round is short (a small
+        # task, launch-bound) the rows are full; where it is long (large inputs to refill,
+        # long calls) a few calls settle the figure, and full rows would add half a second
+        # to every candidate.
+        paced = int(B2B_BUDGET_S * 1e3 / 3 / per_round)
+        calls = max(2, min(reps, B2B_CALLS, max(B2B_MIN_CALLS, paced)))
         b2b = _back_to_back(
             fn, buffers, sets, calls, rng, audit, between, after, vary, numbers, check
         )

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 import triton  # noqa: F401  (imported here so the fork server preloads it)
 
-from . import fingerprint, probes, timing, vary, wire
+from . import checks, fingerprint, probes, timing, vary, wire
 from .shapes import ShapeError, reshape_inputs
 
 CANDIDATE_MODULE = "autotriton_candidate"
@@ -517,22 +517,30 @@ class WorkerState:
 
     def op_varied_outputs(self, msg: dict) -> dict:
         """The reference on the inputs numbered timed calls of a candidate saw (each an
-        input set of `sets`, by position, varied for its call's number): the outputs of
-        `calls`, and the projections (fingerprint.py) of `checks`."""
+        input set of `sets`, by position, varied for its call's number): how the
+        candidate's outputs of `calls` (`candidate`, one each) compare with its own
+        (checks.kept_call, made here where the reference's outputs are: only the verdicts
+        travel), and its projections (fingerprint.py) of `checks`."""
         sets = [self.sets[i] for i in msg["sets"]]
         variation = vary.Variation(msg["seed"], sets, msg.get("vary_mode", "elements"))
         projection = fingerprint.Projection(msg.get("projection_seed", 0))
-        outputs, prints = [], []
+        theirs = msg["candidate"]
+        if len(theirs) != len(msg["calls"]):
+            raise WorkerError("the candidate's outputs do not match the calls")
+        device = self.device if self.device != "cpu" else None
+        kept, prints = [], []
         with torch.no_grad():
-            for position, call in msg["calls"]:
-                inputs = vary.varied_copy(sets[position], variation, position, call)
-                outputs.append(self.model(*inputs))
+            for out, (position, call) in zip(theirs, msg["calls"]):
+                want = self.model(*vary.varied_copy(sets[position], variation, position, call))
+                base = self.model(*_copies(sets[position]))  # unvaried: is `want` stale?
+                kept.append(checks.kept_call(out, want, base, msg["atol"], msg["rtol"], device))
+                del want, base, out  # one call's outputs on the device at a time
             for position, call in msg.get("checks", []):
                 inputs = vary.varied_copy(sets[position], variation, position, call)
                 prints.append(projection.reference(self.model(*inputs), msg["atol"], msg["rtol"]))
         if self.device == "cuda":
             torch.cuda.synchronize()
-        return {"outputs": outputs, "prints": prints}
+        return {"kept": kept, "prints": prints}
 
     # candidate ------------------------------------------------------------------
     def op_load_candidate(self, msg: dict) -> dict:
