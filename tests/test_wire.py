@@ -182,3 +182,28 @@ def test_received_tensors_are_aligned_views_not_copies():
     # Read-only bytes are copied instead.
     frozen = wire.decode(bytes(data))
     assert torch.equal(frozen["b"], got["b"])
+
+
+@pytest.mark.parametrize("guess", [1 << 20, 16 << 20])  # smaller than the message, larger
+def test_a_large_message_is_written_into_a_spare_made_meanwhile(guess):
+    """A memory file allocated on a thread while the message was made carries it: grown
+    or shrunk to the message's size, sealed like any other. A small message, or one
+    that cannot use the spare, closes it: no descriptor is left behind."""
+    before = len(os.listdir("/proc/self/fd"))
+    a, b = wire.Channel.pair()
+    t = torch.arange(1 << 20, dtype=torch.float32)  # 4 MB
+    wire.send(a, {"t": t}, wire.Spare(guess))
+    data, fds = b.recv_message()
+    assert data == wire._SPILL_MARK and len(fds) == 1
+    size = os.fstat(fds[0]).st_size
+    assert 4 << 20 < size < (4 << 20) + 4096  # the message's own size, not the guess
+    assert fcntl.fcntl(fds[0], fcntl.F_GET_SEALS) & fcntl.F_SEAL_WRITE
+    back = wire.decode(wire._read_spilled(fds[0], None))
+    assert torch.equal(back["t"], t)
+    os.close(fds[0])
+    wire.send(a, {"small": 1}, wire.Spare(guess))
+    assert wire.recv(b) == {"small": 1}
+    del back
+    a.close()
+    b.close()
+    assert len(os.listdir("/proc/self/fd")) == before

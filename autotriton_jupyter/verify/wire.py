@@ -21,6 +21,7 @@ import select
 import socket
 import stat
 import struct
+import threading
 import weakref
 from typing import Any
 
@@ -368,10 +369,56 @@ def _close_all(fds: list[int]) -> None:
             os.close(fd)
 
 
-def _spill(parts: list[Any]) -> int:
-    fd = os.memfd_create("autotriton-msg", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+class Spare:
+    """A memory file for a large message still being made, its pages allocated on a thread
+    meanwhile: allocating a new file's pages, not copying into them, is most of what a
+    large message costs. Its size is a guess; the message's own size is set when it is
+    written (the file grows or shrinks to it)."""
+
+    def __init__(self, size: int) -> None:
+        self.fd = -1
+        self._thread: threading.Thread | None = threading.Thread(
+            target=self._allocate, args=(size,), name="autotriton-spare", daemon=True
+        )
+        try:
+            self._thread.start()
+        except RuntimeError:  # no thread to be had: the message allocates its own, as before
+            self._thread = None
+
+    def _allocate(self, size: int) -> None:
+        try:
+            fd = os.memfd_create("autotriton-msg", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        except OSError:
+            return
+        try:
+            os.ftruncate(fd, size)
+            os.posix_fallocate(fd, 0, size)
+        except OSError:  # no memory for it now: the message finds out for itself
+            os.close(fd)
+            return
+        self.fd = fd
+
+    def take(self) -> int:
+        """The file, or -1 when none could be made; the caller owns it from then on."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        fd, self.fd = self.fd, -1
+        return fd
+
+    def close(self) -> None:
+        fd = self.take()
+        if fd >= 0:
+            os.close(fd)
+
+
+def _spill(parts: list[Any], spare: Spare | None = None) -> int:
+    fd = spare.take() if spare is not None else -1
+    if fd < 0:
+        fd = os.memfd_create("autotriton-msg", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        spare = None
     try:
-        if any(isinstance(p, _OnDevice) for p in parts):
+        if spare is not None or any(isinstance(p, _OnDevice) for p in parts):
             _fill(fd, parts)
         else:
             with os.fdopen(os.dup(fd), "wb") as f:
@@ -425,8 +472,17 @@ class Sealed:
         self.fd = -1
 
 
-def send(conn: Channel, value: Any) -> None:
-    """Send one message on a Channel (as a sealed memory file when large, or a Sealed)."""
+def send(conn: Channel, value: Any, spare: Spare | None = None) -> None:
+    """Send one message on a Channel (as a sealed memory file when large, or a Sealed);
+    a large one is written into `spare` when given (closed when not used)."""
+    try:
+        _send(conn, value, spare)
+    finally:
+        if spare is not None:
+            spare.close()  # unused (a small message), or already taken: nothing left to close
+
+
+def _send(conn: Channel, value: Any, spare: Spare | None) -> None:
     if isinstance(value, Sealed):
         if value.fd < 0:
             raise WireError("a sealed message was sent after it was closed")
@@ -436,7 +492,7 @@ def send(conn: Channel, value: Any) -> None:
     if sum(len(p) for p in parts) <= _SPILL_BYTES:
         conn.send_parts([_host(p) for p in parts])
         return
-    fd = _spill(parts)
+    fd = _spill(parts, spare)
     try:
         conn.send_bytes(_SPILL_MARK, [fd])
     finally:

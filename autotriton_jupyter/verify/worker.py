@@ -30,6 +30,7 @@ from .shapes import ShapeError, reshape_inputs
 
 CANDIDATE_MODULE = "autotriton_candidate"
 _LATE_MIN = 48  # late calls made whatever the time they take (up to 4 budgets)
+_SPARE_BYTES = 64 << 20  # a reply this large has its memory file allocated while it is made
 REFERENCE_MODULE = "autotriton_reference"
 
 
@@ -216,6 +217,22 @@ class WorkerState:
     """State of one worker: its device and whatever the commands built."""
 
     task_draw_s = 0.0  # seconds in the task's get_inputs() (op_trials' breakdown)
+    set_bytes = 0  # the largest input set and its outputs the reference drew, in bytes
+
+    def reply_bytes(self, msg: dict) -> int:
+        """About how large this command's reply will be (0 when small or not known)."""
+        out = sum(self.out_nbytes)
+        op = msg.get("op")
+        try:
+            if op == "run":
+                return out * len(msg["runs"])
+            if op == "time_candidate":
+                return out * (int(msg["keep"]) + 2)  # the kept calls, one back to back, the call after
+            if op == "trials":
+                return self.set_bytes * len(msg["sets"])
+        except (KeyError, TypeError, ValueError):
+            pass
+        return 0
 
     def __init__(self, device: str, workdir: str, gpu_fraction: float) -> None:
         self.device = device
@@ -441,6 +458,10 @@ class WorkerState:
             )
         if self.device == "cuda":
             torch.cuda.empty_cache()  # the variants' temporaries: this worker lives on
+        for r in results:
+            if "inputs" in r:
+                leaves = _tensors([r["inputs"], r["outputs"]])
+                self.set_bytes = max(self.set_bytes, sum(t.numel() * t.element_size() for t in leaves))
         spent["draw_task"] = self.task_draw_s
         return {"sets": results, "seconds": spent}
 
@@ -1007,6 +1028,9 @@ def serve(conn: wire.Channel, device: str, workdir: str, log_fd: int, gpu_fracti
             return
         op = msg.get("op")
         handler = getattr(w, f"op_{op}", None)
+        # A large reply's memory file is allocated while the command runs.
+        size = w.reply_bytes(msg)
+        spare = wire.Spare(size) if size >= _SPARE_BYTES else None
         try:
             if handler is None:
                 raise WorkerError(f"unknown command {op!r}")
@@ -1018,7 +1042,7 @@ def serve(conn: wire.Channel, device: str, workdir: str, log_fd: int, gpu_fracti
                 "traceback": traceback.format_exc()[-3000:],
             }
         try:
-            wire.send(conn, reply)
+            wire.send(conn, reply, spare)
         except wire.WireError as e:
             wire.send(conn, {"ok": False, "error": f"the result could not be sent: {_describe(e)}"})
         # Candidate objects the reply held die now, not during the next command.
