@@ -82,8 +82,27 @@ def test_only_outputs_laid_out_as_the_reference_reach_its_worker(corpus, monkeyp
     assert "forward returned a tuple" in verdicts[1]["message"]  # a list, 2000 deep
     assert "dtype torch.float64" in verdicts[2]["message"]
     assert "tuple" in verdicts[3]["message"]
-    assert checks.same_layout((right,), (right,)) and checks.same_layout([right], (right,))
-    assert not checks.same_layout(right[:1], right)
+    assert checks.layout_problem((right,), (right,)) is None
+    assert checks.layout_problem([right], (right,)) is None
+    # Sizes may differ (an output shaped by its input's values): compare judges them.
+    assert checks.layout_problem(right[:1], right) is None
+    assert "3 dimensions" in checks.layout_problem(right[None], right)
+    assert "output 1 is not a tensor" in checks.layout_problem((right, "x"), (right, right))
+
+
+def test_a_reference_returning_a_named_tuple_has_its_timed_outputs_judged():
+    """The reference's own output, compared in its worker, may be a named tuple: the
+    comparison takes it as a tuple (a wrong kept output still fails there)."""
+    import collections
+
+    pair = collections.namedtuple("pair", "a b")
+    x = torch.rand(8, 8, generator=torch.Generator().manual_seed(4)) + 1
+    want, base = pair(x, x * 2), pair(x * 3, x * 4)
+    assert checks.kept_call((x.clone(), x * 2), want, base, 1e-3, 1e-3)["ok"]
+    wrong = checks.kept_call((x.clone(), x * 5), want, base, 1e-3, 1e-3)
+    assert not wrong["ok"] and "output 1 differs" in wrong["message"]
+    quiet = checks.kept_call((x.clone(), x * 5), want, base, 1e-3, 1e-3, explain=False)
+    assert not quiet["ok"] and quiet["message"] == ""
 
 
 def test_a_kept_call_is_stale_where_the_variation_hardly_moves_the_reference():

@@ -50,29 +50,52 @@ def _fits_device(out: Any, ref: Any) -> bool:
 
 def _on(x: Any, device: str) -> Any:
     """x on the device, one level deep (all that compare looks at): never recursive, so a
-    deeply nested output cannot exhaust the stack."""
+    deeply nested output cannot exhaust the stack; a plain tuple or list (a named tuple of
+    the reference's cannot be rebuilt from its items alone)."""
     if isinstance(x, tuple | list):
-        return type(x)(v.to(device) if isinstance(v, torch.Tensor) else v for v in x)
+        return (tuple if isinstance(x, tuple) else list)(
+            v.to(device) if isinstance(v, torch.Tensor) else v for v in x
+        )
     return x.to(device) if isinstance(x, torch.Tensor) else x
 
 
 def _cpu(x: Any) -> Any:
-    """x in host memory (a device tensor compared on the CPU), one level deep."""
+    """x in host memory (a device tensor compared on the CPU), one level deep, as _on."""
     if isinstance(x, tuple | list):
-        return type(x)(_cpu(v) if isinstance(v, torch.Tensor) else v for v in x)
+        return (tuple if isinstance(x, tuple) else list)(
+            v.cpu() if isinstance(v, torch.Tensor) else v for v in x
+        )
     return x.cpu() if isinstance(x, torch.Tensor) and x.device.type != "cpu" else x
 
 
-def same_layout(out: Any, ref: Any) -> bool:
-    """Whether out is laid out exactly as the reference's output: a plain tensor of its
-    dtype and shape, or a tuple or list of as many such tensors (compare takes either)."""
+def layout_problem(out: Any, ref: Any) -> str | None:
+    """What keeps out from being laid out as the reference's output, or None: a plain
+    tensor of its dtype and number of dimensions, or a tuple or list of as many (compare
+    takes either). The sizes may differ (an output whose shape depends on the input's
+    values): compare says so."""
 
-    def leaf(o: Any, r: Any) -> bool:
-        return type(o) is torch.Tensor and o.dtype == r.dtype and o.shape == r.shape
+    def leaf(o: Any, r: Any, where: str) -> str | None:
+        if type(o) is not torch.Tensor:
+            return f"{where} is not a tensor"
+        if o.dtype != r.dtype:
+            return f"{where} has dtype {o.dtype}; the reference gives {r.dtype}"
+        if o.dim() != r.dim():
+            return f"{where} has {o.dim()} dimensions; the reference's has {r.dim()}"
+        return None
 
     if isinstance(ref, tuple | list):
-        return type(out) in (tuple, list) and len(out) == len(ref) and all(map(leaf, out, ref))
-    return leaf(out, ref)
+        if type(out) not in (tuple, list):
+            return "forward returned a single tensor; the reference returns a tuple"
+        if len(out) != len(ref):
+            return f"forward returned {len(out)} outputs; the reference returns {len(ref)}"
+        for i, (o, r) in enumerate(zip(out, ref)):
+            why = leaf(o, r, f"output {i}" if len(ref) > 1 else "the output")
+            if why:
+                return why
+        return None
+    if isinstance(out, tuple | list):
+        return "forward returned a tuple; the reference returns a single tensor"
+    return leaf(out, ref, "the output")
 
 
 def compare(
@@ -246,19 +269,26 @@ def finite(out: Any) -> bool:
 
 
 def kept_call(
-    out: Any, want: Any, base: Any, atol: float, rtol: float, device: str | None = None
+    out: Any,
+    want: Any,
+    base: Any,
+    atol: float,
+    rtol: float,
+    device: str | None = None,
+    explain: bool = True,
 ) -> dict[str, Any]:
     """One timed call kept whole: whether the candidate's output `out` matches `want`, the
     reference's on the same varied inputs (`message` says how it does not), whether `want`
     is finite, and whether `want` is `stale`: within tolerance of `base`, the reference's
     output on the unvaried inputs, so that an output kept from an earlier call would pass.
-    Made where the reference's outputs are (its worker, on its device): nothing moves."""
+    Made where the reference's outputs are (its worker, on its device): nothing moves.
+    Without `explain`, a wrong output's message is left out (a second, full pass)."""
     if out is None:  # the judge sent none: it was not laid out as the reference's
         return {"ok": False, "message": "", "finite": finite(want), "stale": False}
     c = compare(out, want, atol, rtol, quick=True, device=device)
     return {
         "ok": c.ok,
-        "message": "" if c.ok else compare(out, want, atol, rtol, device=device).message,
+        "message": "" if c.ok or not explain else compare(out, want, atol, rtol, device=device).message,
         "finite": finite(want),
         "stale": compare(base, want, atol, rtol, quick=True, device=device).ok,
     }

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import fingerprint, vary
-from .checks import same_layout
+from .checks import layout_problem
 from .report import CONDITIONAL, FAIL, PASS, Report
 from .sandbox import WorkerFailure
 
@@ -143,16 +143,18 @@ class TimedChecks:
             if not (
                 type(position) is int
                 and type(call) is int
+                and type(k["set"]) is int
                 and 0 <= position < len(ref.timed)
                 and call >= 0
                 and ref.timed[position] == k["set"]
             ):
                 raise ValueError("a kept timed call is numbered wrongly")
             calls.append([position, call])
-        # Only outputs laid out exactly as the reference's travel to its worker (plain
-        # tensors of its dtypes and shapes): nothing of the candidate's making can fail or
-        # slow it there. Another layout is wrong whatever its values: the judge says how.
-        laid_out = [same_layout(k["outputs"], ref.sets[k["set"]]["outputs"]) for k in kept]
+        # Only outputs laid out as the reference's travel to its worker (plain tensors of
+        # its dtypes and numbers of dimensions, within the reply's size): nothing of the
+        # candidate's making can fail it there. Another layout is wrong whatever its
+        # values: the judge says how.
+        problems = [layout_problem(k["outputs"], ref.sets[k["set"]]["outputs"]) for k in kept]
         try:
             with ref.lock, contextlib.nullcontext() if gpu_held else self.pool.lock.shared():
                 got = ref.worker.call(
@@ -164,7 +166,7 @@ class TimedChecks:
                     seed=seed,
                     vary_mode=ref.vary_mode or "elements",
                     calls=calls,
-                    candidate=[k["outputs"] if ok else None for k, ok in zip(kept, laid_out)],
+                    candidate=[k["outputs"] if p is None else None for k, p in zip(kept, problems)],
                     checks=checks,
                     projection_seed=projection_seed,
                     atol=self.options.atol,
@@ -177,10 +179,9 @@ class TimedChecks:
             return "the reference's worker returned too few outputs"
         if not all(isinstance(v, dict) and {"ok", "message", "finite", "stale"} <= set(v) for v in verdicts):
             return "the reference's worker returned a malformed comparison"
-        for k, ok, v in zip(kept, laid_out, verdicts):
-            if not ok:  # sent as None: not a tensor there
-                v["ok"] = False
-                v["message"] = self._compare(k["outputs"], ref.sets[k["set"]]["outputs"]).message
+        for p, v in zip(problems, verdicts):
+            if p is not None:  # sent as None
+                v["ok"], v["message"] = False, p
         return verdicts, got["prints"]
 
     def _timing(

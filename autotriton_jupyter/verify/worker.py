@@ -550,11 +550,14 @@ class WorkerState:
             raise WorkerError("the candidate's outputs do not match the calls")
         device = self.device if self.device != "cpu" else None
         kept, prints = [], []
+        explain = True  # the judge reports the first wrong call it judges: up to a finite one
         with torch.no_grad():
             for out, (position, call) in zip(theirs, msg["calls"]):
                 want = self.model(*vary.varied_copy(sets[position], variation, position, call))
                 base = self.model(*_copies(sets[position]))  # unvaried: is `want` stale?
-                kept.append(checks.kept_call(out, want, base, msg["atol"], msg["rtol"], device))
+                got = checks.kept_call(out, want, base, msg["atol"], msg["rtol"], device, explain)
+                explain = explain and (got["ok"] or not got["finite"])
+                kept.append(got)
                 del want, base, out  # one call's outputs on the device at a time
             for position, call in msg.get("checks", []):
                 inputs = vary.varied_copy(sets[position], variation, position, call)
