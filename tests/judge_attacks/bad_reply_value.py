@@ -9,7 +9,7 @@ import autotriton_jupyter.verify.wire as Wire
 w = Wire
 
 
-def _send(conn, value):
+def _send(conn, value, *_spare):
     header = json.dumps({"tree": {"ok": {"__float__": "oops"}}, "sizes": []}).encode()
     conn.send_bytes(struct.pack("<Q", len(header)) + header)
 

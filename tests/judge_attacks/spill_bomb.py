@@ -9,7 +9,7 @@ import autotriton_jupyter.verify.wire as Wire
 w = Wire
 
 
-def _send(conn, value):
+def _send(conn, value, *_spare):
     fd = os.memfd_create("bomb", os.MFD_ALLOW_SEALING)
     os.ftruncate(fd, 3 << 30)  # a sparse 3 GiB memory file: far over what this step may send
     fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
