@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from autotriton_jupyter.task import Task
-from autotriton_jupyter.verify import Verifier, VerifyOptions, checks, fingerprint, vary
+from autotriton_jupyter.verify import Verifier, VerifyOptions, checks, fingerprint, timed, vary
 from autotriton_jupyter.verify.timed import _check_kept, _check_prints
 
 
@@ -69,12 +69,18 @@ def test_only_outputs_laid_out_as_the_reference_reach_its_worker(corpus, monkeyp
         sent: list = []
         real_call = ref.worker.call
 
+        limits: list[float] = []
+
         def call(op, *a, **kw):
             sent.extend(kw.get("candidate", []))
+            limits.append(a[0])
             return real_call(op, *a, **kw)
 
         monkeypatch.setattr(ref.worker, "call", call)
         got = v._varied_reference(ref, kept, 11, [], 4)
+        # Its time limit grows with what it may compare on its CPU (4 calls, 3 passes each).
+        extra = limits[0] - v.options.timeout
+        assert extra == pytest.approx(3 * 4 * right.numel() * 4 / timed.CPU_COMPARE_BYTES_S)
     assert not isinstance(got, str)
     verdicts, _ = got
     assert sent[0] is kept[0]["outputs"] and sent[1:] == [None, None, None]

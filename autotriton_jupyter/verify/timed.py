@@ -24,6 +24,11 @@ if TYPE_CHECKING:
     from .reference import Reference
 
 REPLY_SLACK = 64 << 20  # a reply beyond its outputs: observations, notes
+# The reference's worker compares the kept timed outputs: on its CPU where they are too
+# large for its GPU, up to three passes over each (the check, a wrong one's message, the
+# stale check) at no less than this many bytes a second. Its time limit grows with them,
+# so a large wrong output cannot run it out of time (no figures instead of a failure).
+CPU_COMPARE_BYTES_S = 200e6
 
 
 def _number(x: Any) -> float | None:
@@ -157,9 +162,10 @@ class TimedChecks:
         problems = [layout_problem(k["outputs"], ref.sets[k["set"]]["outputs"]) for k in kept]
         try:
             with ref.lock, contextlib.nullcontext() if gpu_held else self.pool.lock.shared():
+                compared = 3 * len(calls) * sum(ref.out_nbytes)
                 got = ref.worker.call(
                     "varied_outputs",
-                    self.options.timeout,
+                    self.options.timeout + compared / CPU_COMPARE_BYTES_S,
                     "The reference, on the timed calls' inputs",
                     max_reply=REPLY_SLACK,
                     sets=[ref.sets[i]["worker_index"] for i in ref.timed],
