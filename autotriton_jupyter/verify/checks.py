@@ -48,24 +48,25 @@ def _fits_device(out: Any, ref: Any) -> bool:
     return total <= _DEVICE_BYTES
 
 
-def _on(x: Any, device: str) -> Any:
-    """x on the device, one level deep (all that compare looks at): never recursive, so a
-    deeply nested output cannot exhaust the stack; a plain tuple or list (a named tuple of
-    the reference's cannot be rebuilt from its items alone)."""
+def _each(x: Any, f: Any) -> Any:
+    """f applied to x's tensors, one level deep (all that compare looks at): never
+    recursive, so a deeply nested output cannot exhaust the stack; a plain tuple or list
+    (a named tuple of the reference's cannot be rebuilt from its items alone)."""
     if isinstance(x, tuple | list):
         return (tuple if isinstance(x, tuple) else list)(
-            v.to(device) if isinstance(v, torch.Tensor) else v for v in x
+            f(v) if isinstance(v, torch.Tensor) else v for v in x
         )
-    return x.to(device) if isinstance(x, torch.Tensor) else x
+    return f(x) if isinstance(x, torch.Tensor) else x
+
+
+def _on(x: Any, device: str) -> Any:
+    """x on the device."""
+    return _each(x, lambda t: t.to(device))
 
 
 def _cpu(x: Any) -> Any:
-    """x in host memory (a device tensor compared on the CPU), one level deep, as _on."""
-    if isinstance(x, tuple | list):
-        return (tuple if isinstance(x, tuple) else list)(
-            v.cpu() if isinstance(v, torch.Tensor) else v for v in x
-        )
-    return x.cpu() if isinstance(x, torch.Tensor) and x.device.type != "cpu" else x
+    """x in host memory (a device tensor compared on the CPU)."""
+    return _each(x, torch.Tensor.cpu)
 
 
 def layout_problem(out: Any, ref: Any) -> str | None:

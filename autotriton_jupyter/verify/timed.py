@@ -76,7 +76,6 @@ class TimedChecks:
 
     def _timed_problem(
         self,
-        timed: dict[str, Any],
         wants: tuple[list[dict], list[Any]],
         checks: Sequence[int],
         t: dict[str, Any],
@@ -160,9 +159,9 @@ class TimedChecks:
         # candidate's making can fail it there. Another layout is wrong whatever its
         # values: the judge says how.
         problems = [layout_problem(k["outputs"], ref.sets[k["set"]]["outputs"]) for k in kept]
+        compared = 3 * len(calls) * sum(ref.out_nbytes)
         try:
             with ref.lock, contextlib.nullcontext() if gpu_held else self.pool.lock.shared():
-                compared = 3 * len(calls) * sum(ref.out_nbytes)
                 got = ref.worker.call(
                     "varied_outputs",
                     self.options.timeout + compared / CPU_COMPARE_BYTES_S,
@@ -219,7 +218,7 @@ class TimedChecks:
             # Where the task's own outputs are finite, NaN or inf that only the varied inputs
             # bring to the reference leaves that call unjudged, not the candidate failed.
             excuse = all(ref.sets[i]["finite"] for i in ref.timed)  # from the reference's run
-            problem, skipped = self._timed_problem(timed, wants, checks, t, excuse)
+            problem, skipped = self._timed_problem(wants, checks, t, excuse)
             if skipped:
                 judged = len(wants[0]) + len(wants[1]) - skipped
                 r.notes.append(

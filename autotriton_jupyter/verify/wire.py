@@ -387,7 +387,7 @@ class Spare:
 
     def _allocate(self, size: int) -> None:
         try:
-            fd = os.memfd_create("autotriton-msg", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+            fd = _memfd()
         except OSError:
             return
         try:
@@ -412,13 +412,17 @@ class Spare:
             os.close(fd)
 
 
+def _memfd() -> int:
+    return os.memfd_create("autotriton-msg", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+
+
 def _spill(parts: list[Any], spare: Spare | None = None) -> int:
     fd = spare.take() if spare is not None else -1
-    if fd < 0:
-        fd = os.memfd_create("autotriton-msg", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-        spare = None
+    spared = fd >= 0  # a file of another size: _fill sets the message's own
+    if not spared:
+        fd = _memfd()
     try:
-        if spare is not None or any(isinstance(p, _OnDevice) for p in parts):
+        if spared or any(isinstance(p, _OnDevice) for p in parts):
             _fill(fd, parts)
         else:
             with os.fdopen(os.dup(fd), "wb") as f:
