@@ -35,8 +35,8 @@ def drawn(device: str, seed: int, variant: str) -> list:
 
 def check_variant(device: str, variant: str, seed: int = 7) -> None:
     """Every property of `variant` the docstring promises, on inputs drawn for `seed`."""
-    torch.manual_seed(seed)
-    base = _inputs()
+    # The task's own set as this worker draws it (a GPU worker draws it on the GPU).
+    base = [x.cpu() if isinstance(x, torch.Tensor) else x for x in drawn(device, seed, "none")]
     got = drawn(device, seed, variant)
     assert len(got) == len(base)
     again = drawn(device, seed, variant)  # the same seed: the same set, exactly
@@ -106,6 +106,34 @@ def test_a_plain_set_is_the_task_own_inputs():
     got = drawn("cpu", 5, "none")
     for x, y in zip(base, got):
         assert torch.equal(x, y) if isinstance(x, torch.Tensor) else x == y
+
+
+def _numpy_inputs() -> list:
+    import numpy as np
+
+    return [torch.randn(6, 5).numpy() * 0 + np.arange(5), torch.randn(3)]
+
+
+def test_a_task_that_cannot_draw_on_the_device_draws_on_the_cpu():
+    """A worker off the CPU runs get_inputs() with torch's default device set to its own; a
+    get_inputs() that cannot run there (.numpy() of a device tensor) is run again on the
+    CPU from the same seed: the same values as a CPU worker's. ("meta" stands for a GPU
+    here: no tensor made there has values. tests/gpu runs the same with CUDA.)"""
+    w = worker.WorkerState.__new__(worker.WorkerState)
+    w.module, w.device = types.SimpleNamespace(get_inputs=_numpy_inputs), "meta"
+    got = w._task_inputs(11)
+    cpu = worker.WorkerState.__new__(worker.WorkerState)
+    cpu.module, cpu.device = types.SimpleNamespace(get_inputs=_numpy_inputs), "cpu"
+    want = cpu._task_inputs(11)
+    assert got[1].device.type == "cpu" and torch.equal(got[1], want[1])
+    assert (got[0] == want[0]).all()
+
+
+def test_a_device_worker_runs_get_inputs_on_its_device():
+    w = worker.WorkerState.__new__(worker.WorkerState)
+    w.module, w.device = types.SimpleNamespace(get_inputs=_inputs), "meta"
+    got = w._task_inputs(3)
+    assert all(x.device.type == "meta" for x in got if isinstance(x, torch.Tensor))
 
 
 TASK = '''

@@ -370,16 +370,16 @@ class WorkerState:
           every row has a True, or a False, shows itself;
         float arguments are scaled in the scaled and extreme sets too (a hard-coded one).
         """
-        torch.manual_seed(seed)
-        random.seed(seed)
         t0 = time.perf_counter()
-        inputs = list(self.module.get_inputs())
+        inputs = self._task_inputs(seed)
         self.task_draw_s += time.perf_counter() - t0  # the task's own code, for the breakdown
         gen = torch.Generator().manual_seed(seed + 1)
         if shapes is not None:
             inputs = reshape_inputs(inputs, [tuple(s) for s in shapes], gen)
-        if self.device == "cpu" or variant == "none":
+        if self.device == "cpu":
             return _made(inputs, variant, gen, torch.device("cpu"))
+        if variant == "none":
+            return _made(inputs, variant, gen, torch.device(self.device))
         # Made on the worker's device: on the CPU, the variants of a large set take seconds
         # (elementwise passes and random draws over every element), on a GPU milliseconds.
         dev = torch.device(self.device)
@@ -390,6 +390,25 @@ class WorkerState:
         if dev.type == "cuda":
             torch.cuda.empty_cache()  # the failed attempt's blocks (its traceback is gone now)
         return _made(inputs, variant, gen, torch.device("cpu"))
+
+    def _task_inputs(self, seed: int) -> list[Any]:
+        """get_inputs() for a seed. A GPU worker draws them on its GPU (torch's default device
+        set to it while the task's code runs): 9 sets of 8192x4096 normal floats take 2-3 s
+        on one CPU thread, milliseconds there. A get_inputs() that cannot draw there (a numpy
+        array, a CPU generator, .numpy()) is run again on the CPU from the same seed, as
+        before; so is one that runs out of GPU memory."""
+        torch.manual_seed(seed)
+        random.seed(seed)
+        if self.device != "cpu":
+            try:
+                with torch.device(self.device):
+                    return list(self.module.get_inputs())
+            except Exception:
+                torch.manual_seed(seed)
+                random.seed(seed)
+                if self.device == "cuda":
+                    torch.cuda.empty_cache()  # the failed attempt's blocks
+        return list(self.module.get_inputs())
 
     def op_trials(self, msg: dict) -> dict:
         results = []

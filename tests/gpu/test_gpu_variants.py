@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from autotriton_jupyter.verify import worker
-from tests.test_input_variants import VARIANTS, check_variant
+from tests.test_input_variants import VARIANTS, _numpy_inputs, check_variant
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -34,3 +34,33 @@ def test_a_gpu_sized_set_is_made_on_the_gpu():
         torch.cuda.synchronize()
         spent[device] = time.perf_counter() - t0
     print("six judge-made sets of 8192x4096:", {k: round(v, 2) for k, v in spent.items()}, "s")
+
+
+def test_the_task_inputs_are_drawn_on_the_gpu_and_cost_milliseconds():
+    def get_inputs():
+        return [torch.randn(8192, 4096)]
+
+    spent = {}
+    for device in ("cpu", "cuda"):
+        w = worker.WorkerState.__new__(worker.WorkerState)
+        w.module, w.device = types.SimpleNamespace(get_inputs=get_inputs), device
+        w._task_inputs(0)
+        t0 = time.perf_counter()
+        for seed in range(9):
+            (x,) = w._task_inputs(seed)
+            assert x.device.type == device
+        torch.cuda.synchronize()
+        spent[device] = time.perf_counter() - t0
+    (a,), (b,) = w._task_inputs(5), w._task_inputs(5)
+    assert torch.equal(a, b)  # one seed, one set
+    print("nine draws of get_inputs() at 8192x4096:", {k: round(v, 3) for k, v in spent.items()}, "s")
+
+
+def test_a_task_that_cannot_draw_on_the_gpu_draws_on_the_cpu():
+    w = worker.WorkerState.__new__(worker.WorkerState)
+    w.module, w.device = types.SimpleNamespace(get_inputs=_numpy_inputs), "cuda"
+    got = w._task_inputs(11)
+    w.device = "cpu"
+    want = w._task_inputs(11)
+    assert got[1].device.type == "cpu" and torch.equal(got[1], want[1])
+    assert (got[0] == want[0]).all()
