@@ -118,6 +118,8 @@ def _to_device(tree: Any, device: str) -> Any:
 def _bool_variant(x: torch.Tensor, variant: str, gen: torch.Generator) -> torch.Tensor:
     """A boolean input for a judge-made set: random flips, or whole rows of one value."""
     x = x.clone(memory_format=torch.contiguous_format)
+    if variant == "none":  # the task's own set (drawn wherever the worker drew it)
+        return x
     if variant == "signed":
         return x ^ (torch.rand(x.shape, generator=gen, device=x.device) < 0.5)
     rows = x.reshape(-1, x.shape[-1]) if x.dim() else x.reshape(1, 1)
@@ -1050,9 +1052,12 @@ def serve(conn: wire.Channel, device: str, workdir: str, log_fd: int, gpu_fracti
             return
         op = msg.get("op")
         handler = getattr(w, f"op_{op}", None)
-        # A large reply's memory file is allocated while the command runs.
+        # A large reply's memory file is allocated while the command runs; on a GPU it is
+        # page-locked too, but never while a candidate is timed (the driver's work would
+        # share the host with the timed calls).
         size = w.reply_bytes(msg)
-        spare = wire.Spare(size) if size >= _SPARE_BYTES else None
+        pin = w.device == "cuda" and op in ("run", "trials")
+        spare = wire.Spare(size, pin) if size >= _SPARE_BYTES else None
         try:
             if handler is None:
                 raise WorkerError(f"unknown command {op!r}")
