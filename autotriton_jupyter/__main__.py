@@ -1,5 +1,5 @@
 """`python -m autotriton_jupyter` is the `autotriton` command."""
 
-from .cli import main
+from .cli import run
 
-raise SystemExit(main())
+run()

@@ -169,3 +169,18 @@ def test_kernels_export_gives_the_chat_as_sent(tmp_path, capsys):
     assert main(["kernels", "export", "--jsonl", "--library", str(lib)]) == 0
     row = json.loads(capsys.readouterr().out.strip())
     assert row["name"] == "k" and row["chat"] == chat and row["prompt"] == "write ModelNew"
+
+
+def test_the_program_ends_at_once_after_a_one_shot_verify_with_its_whole_answer(corpus):
+    """`autotriton` (cli.run) skips the interpreter's teardown after a one-shot verify: the
+    exit status and the JSON line are the verdict's all the same, and the process that
+    judged leaves no worker behind (they were stopped before)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "autotriton_jupyter", "verify", str(corpus / "add_relu/task.py"),
+         str(corpus / "add_relu/pass_masked.py"), "--json", "--device", "cpu", "--no-timing",
+         "--local", "-q"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = [x for x in out.stdout.splitlines() if x.strip()]
+    assert len(lines) == 1 and json.loads(lines[0])["verdict"] == "pass"

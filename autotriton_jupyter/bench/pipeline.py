@@ -89,6 +89,11 @@ def bench_pipeline(
             for c in result.candidates:
                 for k, v in ((c.report.seconds if c.report else None) or {}).items():
                     steps[k] = max(steps.get(k, 0.0), v)
+            # The reference, where this run prepared it: its steps, and when it was ready.
+            refs = [x for x in list(getattr(verifier, "_refs", {}).values()) if x.prepared_at >= t0]
+            if refs:
+                steps.update({f"reference_{k}": v for k, v in refs[-1].prep_seconds.items()})
+                steps["reference_ready_at"] = refs[-1].prepared_at - t0
             run = {
                 "run": r + 1,
                 "task": ref_path,

@@ -14,6 +14,8 @@ from .args import EXIT_CONDITIONAL, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, output_fil
 from .common import _STARTED, _add_tune_flags, _add_verify_flags, _options, _progress, _warn
 
 HINT_AFTER_S = 2.0  # a one-shot verify this slow says how to make the next ones quick
+# Set once a one-shot verify has closed its own verifier: `run()` may end the process at once.
+FAST_EXIT = False
 
 # Checks that need more than one argument, run by main() before the command does any work.
 
@@ -95,6 +97,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
                     tuned = _tune(args, cand, report, lambda cands: v.verify_many(task, cands), progress)
         finally:
             prestart.drop()  # one its Verifier did not take (it could not be built)
+        global FAST_EXIT
+        FAST_EXIT = True
     if one_shot and remote and not args.quiet:
         took = time.perf_counter() - _STARTED
         if took > HINT_AFTER_S and service.status() is None:  # (one running said why not)

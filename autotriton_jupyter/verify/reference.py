@@ -250,8 +250,7 @@ class ReferencePrep:
             draw.randrange(2**31) for _ in range(max(1, o.trials) + len(VARIANTS) + len(extra_shapes))
         ]
         self.on_event(f"reference: starting a worker on {self.device}")
-        self.pool.warm()
-        w = self.pool.acquire()
+        w = self.pool.acquire()  # a spare, or one started now; the spares are started behind it
         try:
             with self.pool.lock.shared():
                 t_load = time.perf_counter()

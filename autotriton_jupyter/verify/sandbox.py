@@ -627,9 +627,22 @@ class Pool:
             if w is not None:
                 self.release(w)
             w = self._start()
-        self.warm()
+        self._warm_later()
         w.wait_ready(self.start_timeout)
         return w
+
+    def _warm_later(self) -> None:
+        """Replace the spares taken, on a thread: the worker just acquired does not wait for
+        the fork server to fork others, nor for its import of torch._dynamo after them."""
+
+        def run() -> None:
+            with contextlib.suppress(Exception):  # (a closed pool) the next acquire starts its own
+                self.warm()
+
+        try:
+            threading.Thread(target=run, name="autotriton-spares", daemon=True).start()
+        except RuntimeError:  # no thread to be had
+            self.warm()
 
     def release(self, w: Worker) -> None:
         """Kill a worker once its role is done (workers are never reused)."""
