@@ -114,26 +114,52 @@ def _numpy_inputs() -> list:
     return [torch.randn(6, 5).numpy() * 0 + np.arange(5), torch.randn(3)]
 
 
-def test_a_task_that_cannot_draw_on_the_device_draws_on_the_cpu():
-    """A worker off the CPU runs get_inputs() with torch's default device set to its own; a
-    get_inputs() that cannot run there (.numpy() of a device tensor) is run again on the
-    CPU from the same seed: the same values as a CPU worker's. ("meta" stands for a GPU
-    here: no tensor made there has values. tests/gpu runs the same with CUDA.)"""
+def _worker(device: str, get_inputs) -> worker.WorkerState:
     w = worker.WorkerState.__new__(worker.WorkerState)
-    w.module, w.device = types.SimpleNamespace(get_inputs=_numpy_inputs), "meta"
-    got = w._task_inputs(11)
-    cpu = worker.WorkerState.__new__(worker.WorkerState)
-    cpu.module, cpu.device = types.SimpleNamespace(get_inputs=_numpy_inputs), "cpu"
-    want = cpu._task_inputs(11)
+    w.module, w.device = types.SimpleNamespace(get_inputs=get_inputs), device
+    return w
+
+
+def test_a_task_that_cannot_draw_on_the_device_draws_on_the_cpu(monkeypatch):
+    """A GPU worker runs get_inputs() with torch's default device set to its GPU; one that
+    cannot run there (here: this CPU build has no CUDA at all, as .numpy() of a GPU tensor
+    would fail) is run again on the CPU from the same seed: a CPU worker's values."""
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)  # the device still works
+    got = _worker("cuda", _numpy_inputs)._task_inputs(11)
+    want = _worker("cpu", _numpy_inputs)._task_inputs(11)
     assert got[1].device.type == "cpu" and torch.equal(got[1], want[1])
     assert (got[0] == want[0]).all()
 
 
-def test_a_device_worker_runs_get_inputs_on_its_device():
-    w = worker.WorkerState.__new__(worker.WorkerState)
-    w.module, w.device = types.SimpleNamespace(get_inputs=_inputs), "meta"
-    got = w._task_inputs(3)
-    assert all(x.device.type == "meta" for x in got if isinstance(x, torch.Tensor))
+def test_a_draw_that_broke_the_device_is_not_drawn_again():
+    """Where the device itself no longer works after the failed draw (a device-side assert
+    ends a CUDA context; here: no CUDA in this build), get_inputs()'s error is raised."""
+    calls = []
+
+    def get_inputs():
+        calls.append(1)
+        return [torch.randn(3)]
+
+    with pytest.raises(Exception, match="CUDA|cuda"):
+        _worker("cuda", get_inputs)._task_inputs(2)
+    assert len(calls) == 1
+
+
+def test_a_device_worker_runs_get_inputs_on_its_device_and_copies_what_it_keeps():
+    """A get_inputs() that refills one buffer of its own: each set gets its own tensor, as
+    the move of a CPU draw to the GPU gave it ("meta" stands for the GPU here)."""
+    buf = {}
+
+    def refilled():
+        x = buf.setdefault("x", torch.empty(6, 5))
+        return [x.normal_(), x.t()]
+
+    got = _worker("meta", refilled)._task_inputs(3)
+    assert all(x.device.type == "meta" for x in got)
+    assert got[0] is not buf["x"] and got[0]._base is None
+    assert got[1].stride() == buf["x"].t().stride()  # the layout kept, as .to(device) keeps it
+    mixed = _worker("meta", _inputs)._task_inputs(3)
+    assert all(x.device.type == "meta" for x in mixed if isinstance(x, torch.Tensor))
 
 
 TASK = '''

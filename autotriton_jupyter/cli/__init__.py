@@ -121,14 +121,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> None:
-    """The `autotriton` program: main(), then its exit. After a one-shot verify (a judge
-    with CUDA, its own workers stopped, its verdict printed), the process ends without
-    the interpreter's teardown, which there took most of a second (CUDA's context among
-    it) and has nothing left to do: every file is closed and every worker ended."""
+    """The `autotriton` program: main(), then its exit. After a one-shot verify (its own
+    verifier closed: every worker and its fork server ended, its folder removed; its
+    verdict printed), the process ends without the interpreter's teardown, which took most
+    of a second on a GPU (the judge's CUDA context among it) and has nothing left to do."""
     code = main()
     if verify.FAST_EXIT:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BrokenPipeError:  # output piped into `head` and the like, as in main()
+            code = 141
+        except OSError:  # the answer could not be written: the ordinary exit says why
+            raise SystemExit(code) from None
         import os
 
         os._exit(code)

@@ -435,11 +435,10 @@ def _preload() -> None:
     """Import torch._dynamo here, once, for every worker forked after (worker.WorkerState.warm_up
     then has nothing left to do). Trusted code only: no worker has run anything yet.
 
-    A CPU pool's server does before its first fork; a GPU pool's after it, so that the
-    reference's worker does not wait for it. The import touches no CUDA. CPU workers
-    switch Triton to its interpreter after the fork: the Triton that Dynamo's modules hold
-    is then the compiled one. No CPU worker has Dynamo trace Triton code (nothing is timed
-    on a CPU, and candidates may not call torch.compile), so that is never used."""
+    Only servers of CPU workers do, and those switch Triton to its interpreter after the
+    fork: the Triton that Dynamo's modules hold is then the compiled one. No CPU worker
+    has Dynamo trace Triton code (nothing is timed on a CPU, and candidates may not call
+    torch.compile), so that is never used."""
     try:
         import torch._dynamo  # noqa: F401
     except Exception as e:  # each worker imports it on its own, as without this

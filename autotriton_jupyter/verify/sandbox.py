@@ -449,12 +449,9 @@ class _Server:
             self._procs[wid] = proc
             return proc
 
-    preloaded = False
-
     def preload(self) -> None:
-        """Have the server import torch._dynamo before it forks anyone else (a CPU pool's
-        first word; a GPU pool's once its first worker is forked: Pool._preload_after_first)."""
-        self.preloaded = True
+        """Have the server import torch._dynamo before it forks anyone else (CPU pools only,
+        see Pool._fork_server)."""
         with self._send_lock, contextlib.suppress(OSError, AttributeError):
             self._ctl.send_bytes(wire.encode({"op": "preload"}))  # type: ignore[union-attr]
 
@@ -538,19 +535,11 @@ class Pool:
                 if self.device == "cpu":
                     # Every worker imports torch._dynamo (worker.WorkerState.warm_up): on a CPU,
                     # where it costs each worker a second or two of the same few cores,
-                    # the server imports it once for all.
+                    # the server imports it once for all. Not for a GPU: its first worker
+                    # (a reference's, which needs Dynamo only to time torch.compile) would
+                    # wait for it, and the server forks and watches no worker meanwhile.
                     self._server.preload()
             return self._server
-
-    def _preload_after_first(self, server: _Server) -> None:
-        """A GPU pool's server imports torch._dynamo once its first spares are forked: they
-        (a kernel session's first spare, which its first reference takes; a one-shot
-        verify's spares) do not wait for the import, and every worker forked after it starts
-        with it done, 1-3 s sooner. The import does not touch CUDA
-        (tests/gpu/test_gpu_sandbox.py), which would leave the server unable to fork a
-        working GPU worker."""
-        if self.device != "cpu" and not server.preloaded:
-            server.preload()
 
     def _limits(self) -> dict[str, int]:
         cores = os.cpu_count() or 4
@@ -613,9 +602,11 @@ class Pool:
                 with self._mutex:
                     self._starting -= 1
             with self._mutex:
-                self._spare.append(w)
-        if missing:
-            self._preload_after_first(w.proc.server)
+                closed = self._closed
+                if not closed:
+                    self._spare.append(w)
+            if closed:  # closed while it started (a spare replaced on a thread): ended here
+                self.release(w)
 
     def acquire(self) -> Worker:
         """A started worker (a warm spare when there is one); a new spare is started behind it."""
@@ -632,8 +623,8 @@ class Pool:
         return w
 
     def _warm_later(self) -> None:
-        """Replace the spares taken, on a thread: the worker just acquired does not wait for
-        the fork server to fork others, nor for its import of torch._dynamo after them."""
+        """Replace the spares taken, on a thread: the worker just acquired (a reference's,
+        first of all) does not wait for the fork server to fork others."""
 
         def run() -> None:
             with contextlib.suppress(Exception):  # (a closed pool) the next acquire starts its own

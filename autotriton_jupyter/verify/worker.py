@@ -396,20 +396,30 @@ class WorkerState:
     def _task_inputs(self, seed: int) -> list[Any]:
         """get_inputs() for a seed. A GPU worker draws them on its GPU (torch's default device
         set to it while the task's code runs): 9 sets of 8192x4096 normal floats take 2-3 s
-        on one CPU thread, milliseconds there. A get_inputs() that cannot draw there (a numpy
-        array, a CPU generator, .numpy()) is run again on the CPU from the same seed, as
-        before; so is one that runs out of GPU memory."""
+        on one CPU thread, milliseconds there. Its tensors are copied, as the move to the
+        device copied a CPU draw, so a get_inputs() that refills one buffer of its own
+        gives each set its own values. A get_inputs() that cannot draw there (a numpy
+        array, a CPU generator, .numpy(), too little GPU memory) is run again on the CPU
+        from the same seed; one that broke the device (a device-side assert) is not."""
         torch.manual_seed(seed)
         random.seed(seed)
-        if self.device != "cpu":
+        if self.device == "cpu":
+            return list(self.module.get_inputs())
+        failed: Exception | None = None
+        try:
+            with torch.device(self.device):
+                return _copies(list(self.module.get_inputs()))
+        except Exception as e:
+            failed = e
+        if self.device == "cuda":
             try:
-                with torch.device(self.device):
-                    return list(self.module.get_inputs())
+                torch.cuda.synchronize()
             except Exception:
-                torch.manual_seed(seed)
-                random.seed(seed)
-                if self.device == "cuda":
-                    torch.cuda.empty_cache()  # the failed attempt's blocks
+                raise failed from None  # the device's context is gone: no draw can follow
+            failed = None  # (its traceback held the attempt's blocks)
+            torch.cuda.empty_cache()
+        torch.manual_seed(seed)
+        random.seed(seed)
         return list(self.module.get_inputs())
 
     def op_trials(self, msg: dict) -> dict:

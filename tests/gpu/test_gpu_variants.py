@@ -64,3 +64,18 @@ def test_a_task_that_cannot_draw_on_the_gpu_draws_on_the_cpu():
     want = w._task_inputs(11)
     assert got[1].device.type == "cpu" and torch.equal(got[1], want[1])
     assert (got[0] == want[0]).all()
+
+
+def test_a_get_inputs_that_refills_its_own_buffer_gives_each_set_its_own_values():
+    buf = {}
+
+    def get_inputs():
+        x = buf.setdefault("x", torch.empty(1024, 512))
+        return [x.normal_()]
+
+    w = worker.WorkerState.__new__(worker.WorkerState)
+    w.module, w.device = types.SimpleNamespace(get_inputs=get_inputs), "cuda"
+    (a,) = w._task_inputs(1)
+    kept = a.clone()
+    (b,) = w._task_inputs(2)
+    assert a.device.type == "cuda" and torch.equal(a, kept) and not torch.equal(a, b)

@@ -1,0 +1,40 @@
+"""A pool's spares are replaced behind the worker just acquired: the reference's worker,
+first of all, does not wait for the fork server to fork others."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from autotriton_jupyter.verify.sandbox import Pool
+
+
+def test_acquire_does_not_wait_for_the_spares_it_starts(monkeypatch):
+    pool = Pool("cpu", spares=2, sandbox=False)
+    real = Pool._start
+    slow = threading.Event()
+
+    calls = []
+
+    def start(self):
+        calls.append(1)
+        if len(calls) > 1:
+            slow.wait(30)  # the spares' starts held back until the test lets them go
+        return real(self)
+
+    monkeypatch.setattr(Pool, "_start", start)
+    try:
+        t0 = time.perf_counter()
+        w = pool.acquire()  # none ready: started here, at once
+        took = time.perf_counter() - t0
+        assert w.proc.is_alive() and not pool._spare
+        slow.set()
+        for _ in range(600):
+            if len(pool._spare) == 2:
+                break
+            time.sleep(0.1)
+        assert len(pool._spare) == 2  # the spares came behind it
+        assert took < 25, took
+    finally:
+        slow.set()
+        pool.close()
