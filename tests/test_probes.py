@@ -53,3 +53,26 @@ def test_timed_launches_are_only_counted():
     y = torch.randn(8)
     assert Launcher().run(y, grid=(1,)) == "launched"
     assert probe.own["_own_kernel"] == 2 and probe.touched == {probes._ptr(x)}
+
+
+def test_a_thread_started_during_a_call_is_seen_even_when_another_one_ended():
+    """Threads are compared by their ids: one that ends during the call (a reply's spare
+    thread, in a worker) cannot hide one the call started, as a count's difference would."""
+    import threading
+
+    leaving, stay = threading.Event(), threading.Event()
+    old = threading.Thread(target=leaving.wait, daemon=True)
+    old.start()
+    before = probes.thread_ids()
+    count_before = threading.active_count()
+    leaving.set()
+    old.join()
+    new = threading.Thread(target=stay.wait, daemon=True)
+    new.start()
+    try:
+        assert threading.active_count() - count_before == 0  # what counting saw
+        assert probes.new_threads(before) == (1, 1)
+    finally:
+        stay.set()
+        new.join()
+    assert probes.new_threads(probes.thread_ids()) == (0, 0)

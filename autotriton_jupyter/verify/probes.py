@@ -589,9 +589,19 @@ def scrub_tensors(*trees: Any) -> list[str]:
     return found
 
 
-def native_thread_count() -> int:
-    """Threads of this process as the OS sees them (Python and native)."""
+def thread_ids() -> tuple[frozenset[int], frozenset[int]]:
+    """The OS thread ids of this process: its Python threads', and all of them (Python and
+    native). Compared as sets, not counts: a thread that ends during a call (the reply's
+    spare, say) cannot hide one the call started."""
+    py = frozenset(t.native_id for t in threading.enumerate() if t.native_id is not None)
     try:
-        return len(os.listdir("/proc/self/task"))
+        every = frozenset(int(x) for x in os.listdir("/proc/self/task"))
     except OSError:
-        return threading.active_count()
+        every = py
+    return py, every
+
+
+def new_threads(before: tuple[frozenset[int], frozenset[int]]) -> tuple[int, int]:
+    """How many Python threads, and how many threads in all, started since `before`."""
+    py, every = thread_ids()
+    return len(py - before[0]), len(every - before[1])

@@ -722,8 +722,7 @@ class WorkerState:
         self._scrub(inputs, None)
         self._poison()
         before = [x.clone() if isinstance(x, torch.Tensor) else None for x in inputs]
-        py_threads = threading.active_count()
-        native = probes.native_thread_count()
+        threads = probes.thread_ids()
         stream = torch.cuda.current_stream().cuda_stream if self.device == "cuda" else None
         self.probe.reset()
         given = self.given_state | {t.untyped_storage().data_ptr() for t in _tensors(inputs)}
@@ -757,8 +756,7 @@ class WorkerState:
         obs["foreign_launches"] = dict(self.probe.foreign)
         obs["compute_ops"] = dict(audit.compute)
         obs["host_ops"] = dict(audit.host)
-        obs["py_threads"] = threading.active_count() - py_threads
-        obs["native_threads"] = probes.native_thread_count() - native
+        obs["py_threads"], obs["native_threads"] = probes.new_threads(threads)
         obs["streams"] = sorted(s for s in self.probe.streams if s != stream)
         obs["output_problem"] = self._output_problem(out)
         if set_attrs:
