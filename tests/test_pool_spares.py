@@ -38,3 +38,19 @@ def test_acquire_does_not_wait_for_the_spares_it_starts(monkeypatch):
     finally:
         slow.set()
         pool.close()
+
+
+def test_only_a_gpu_pool_is_told_to_import_dynamo_after_its_first_spare():
+    """A CPU pool's server imports it before its first fork already (tests/test_prestart.py);
+    a GPU pool's only when a kernel session asks, after its first spare (session.start)."""
+    import types
+
+    sent = []
+    pool = Pool.__new__(Pool)
+    pool._fork_server = lambda: types.SimpleNamespace(preload=lambda: sent.append(1))
+    pool.device = "cpu"
+    pool.preload_after_first_spare()
+    assert sent == []
+    pool.device = "cuda"
+    pool.preload_after_first_spare()
+    assert sent == [1]

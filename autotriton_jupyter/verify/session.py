@@ -9,7 +9,9 @@ limit) replaces it. Candidate crashes end only their own worker; a fork server t
 dies is restarted by the pool. The verifier is closed when the kernel exits.
 
 The background start is bounded: one fork server and one spare worker (one device
-context on a GPU), nothing more until a cell asks for it.
+context on a GPU), nothing more until a cell asks for it. On a GPU the fork server then
+imports torch._dynamo (CPU time and its own memory, no device), so that the workers it
+forks for the cells' candidates start without that import.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ def start(options: VerifyOptions) -> None:
                 v.pool.warm()
             finally:
                 v.pool.spares = spares
+            v.pool.preload_after_first_spare()
             with _lock:
                 _verifier = v
         except BaseException as e:  # shown when a cell asks for the verifier

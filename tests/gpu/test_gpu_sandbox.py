@@ -75,6 +75,47 @@ def test_a_warm_spares_first_triton_launch_was_made_ready_before_the_candidate()
     assert r.seconds.get("runs_first_call_kernel_ready", 0) > 0  # its own kernel still compiles
 
 
+def test_importing_dynamo_touches_no_cuda():
+    """What lets a kernel session's GPU fork server import torch._dynamo before it forks the
+    candidates' workers: the import opens none of the driver's devices."""
+    probe = (
+        "import os, torch, torch._dynamo\n"
+        "fds = []\n"
+        "for f in os.listdir('/proc/self/fd'):\n"
+        "    try:\n"
+        "        fds.append(os.readlink(f'/proc/self/fd/{f}'))\n"
+        "    except OSError:\n"
+        "        pass  # the listing's own descriptor, closed by now\n"
+        "print(torch.cuda.is_initialized(), any('nvidia' in f for f in fds))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["False", "False"], out.stdout + out.stderr
+
+
+def test_a_sessions_workers_forked_after_its_servers_dynamo_import_work():
+    """session.start: the first spare (the first reference's worker) is forked before the
+    server imports torch._dynamo; the candidate's, after, and it is judged and timed."""
+    from autotriton_jupyter.verify import session
+
+    task = Task.from_file(CORPUS / "add_relu" / "task.py")
+    options = VerifyOptions(device="cuda", seed=1, parallel=1)
+    session.close()
+    session.start(options)
+    try:
+        v = session.get(options)
+        r = v.verify(task, Candidate.from_file(CORPUS / "add_relu" / "pass_masked.py"))
+        assert r.verdict == "pass", r.reasons
+        assert r.timing and r.timing["candidate_ms"] > 0
+        w = v.pool.acquire()
+        try:
+            assert w.wait_ready(120)["dynamo_preloaded"]
+        finally:
+            v.pool.release(w)
+    finally:
+        session.close()
+    print("seconds:", {k: round(x, 3) for k, x in r.seconds.items()})
+
+
 def test_attacks_are_contained_on_the_gpu(tmp_path):
     task = Task.from_file(CORPUS / "add_relu" / "task.py")
     mark = tmp_path / "mark"
