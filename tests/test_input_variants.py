@@ -140,9 +140,25 @@ def test_a_draw_that_broke_the_device_is_not_drawn_again():
         calls.append(1)
         return [torch.randn(3)]
 
-    with pytest.raises(Exception, match="CUDA|cuda"):
+    with pytest.raises(worker.DeviceLost, match=r"get_inputs\(\) raised .*CUDA"):
         _worker("cuda", get_inputs)._task_inputs(2)
     assert len(calls) == 1
+
+
+def test_a_variant_whose_draw_broke_the_device_ends_the_reference_not_just_the_variant(
+    tmp_path, monkeypatch
+):
+    """A judge-made set the reference cannot take is left out; one whose draw broke the
+    device is not: every set after it would fail on a dead device."""
+    w = worker.WorkerState("cpu", str(tmp_path), 0.0)
+    w.op_load_reference({"source": NESTED, "seed": 1})
+
+    def lost(seed):
+        raise worker.DeviceLost("get_inputs() raised RuntimeError: device-side assert triggered")
+
+    monkeypatch.setattr(w, "_task_inputs", lost)
+    with pytest.raises(worker.DeviceLost):
+        w.op_trials({"sets": [{"label": "signed", "seed": 4, "variant": "signed"}]})
 
 
 def test_a_device_worker_runs_get_inputs_on_its_device_and_copies_what_it_keeps():

@@ -127,13 +127,16 @@ def run() -> None:
     of a second on a GPU (the judge's CUDA context among it) and has nothing left to do."""
     code = main()
     if verify.FAST_EXIT:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except BrokenPipeError:  # output piped into `head` and the like, as in main()
-            code = 141
-        except OSError:  # the answer could not be written: the ordinary exit says why
-            raise SystemExit(code) from None
+        for stream in (sys.stdout, sys.stderr):
+            if stream is None:  # closed when the program started (`>&-`)
+                continue
+            try:
+                stream.flush()
+            except BrokenPipeError:  # piped into `head` and the like, as in main()
+                if stream is sys.stdout:
+                    code = 141
+            except OSError:  # the answer could not be written: the ordinary exit says why
+                raise SystemExit(code) from None
         import os
 
         os._exit(code)

@@ -6,7 +6,8 @@ and never runs task or candidate code itself. It obeys the judge over one Channe
     judge -> server  {"op": "spawn", "id", "device", "gpu_fraction", "limits"}
                        with the worker's socket and its log file as descriptors
                      {"op": "kill", "id"}
-                     {"op": "preload"}: import torch._dynamo now (a CPU pool's first word)
+                     {"op": "preload"}: import torch._dynamo now (a CPU pool's first
+                       word; a kernel session's GPU pool's once its first spare is forked)
     server -> judge  {"event": "ready", "import_s", "confine_error"}
                      {"event": "spawned", "id"} with a pidfd of the worker
                      {"event": "spawn_failed", "id", "error"}
@@ -433,12 +434,15 @@ class Server:
 
 def _preload() -> None:
     """Import torch._dynamo here, once, for every worker forked after (worker.WorkerState.warm_up
-    then has nothing left to do). Trusted code only: no worker has run anything yet.
+    then has nothing left to do). Trusted code only, in this process: no candidate's
+    worker runs while it imports (a CPU pool's server imports before its first fork; a
+    kernel session's GPU pool's after its first spare, which its first reference takes,
+    and before any candidate's worker is forked). The import touches no CUDA.
 
-    Only servers of CPU workers do, and those switch Triton to its interpreter after the
-    fork: the Triton that Dynamo's modules hold is then the compiled one. No CPU worker
-    has Dynamo trace Triton code (nothing is timed on a CPU, and candidates may not call
-    torch.compile), so that is never used."""
+    CPU workers switch Triton to its interpreter after the fork: the Triton that Dynamo's
+    modules hold is then the compiled one. No CPU worker has Dynamo trace Triton code
+    (nothing is timed on a CPU, and candidates may not call torch.compile), so that is
+    never used."""
     try:
         import torch._dynamo  # noqa: F401
     except Exception as e:  # each worker imports it on its own, as without this

@@ -450,9 +450,9 @@ class _Server:
             return proc
 
     def preload(self) -> None:
-        """Have the server import torch._dynamo before it forks anyone else (a CPU pool's
-        first word, Pool._fork_server; a kernel session's GPU pool once its first spare is
-        forked, Pool.preload_after_first_spare)."""
+        """Have the server import torch._dynamo before it forks anyone else: a CPU pool's
+        first word (Pool._fork_server); a kernel session's GPU pool's once its first spare
+        is forked (Pool.preload_after_first_spare)."""
         with self._send_lock, contextlib.suppress(OSError, AttributeError):
             self._ctl.send_bytes(wire.encode({"op": "preload"}))  # type: ignore[union-attr]
 
@@ -608,18 +608,25 @@ class Pool:
         with self._mutex:
             missing = max(0, self.spares - len(self._spare) - self._starting)
             self._starting += missing
-        for _ in range(missing):
-            try:
-                w = self._start()
-            finally:
+        left = missing
+        try:
+            while left:
+                try:
+                    w = self._start()
+                finally:
+                    left -= 1
+                    with self._mutex:
+                        self._starting -= 1
                 with self._mutex:
-                    self._starting -= 1
-            with self._mutex:
-                closed = self._closed
-                if not closed:
-                    self._spare.append(w)
-            if closed:  # closed while it started (a spare replaced on a thread): ended here
-                self.release(w)
+                    closed = self._closed
+                    if not closed:
+                        self._spare.append(w)
+                if closed:  # closed while it started (a spare replaced on a thread): ended here
+                    self.release(w)
+        finally:
+            if left:  # a start failed: the ones not tried are not starting either
+                with self._mutex:
+                    self._starting -= left
 
     def acquire(self) -> Worker:
         """A started worker (a warm spare when there is one); a new spare is started behind it."""
@@ -649,10 +656,13 @@ class Pool:
             self.warm()
 
     def release(self, w: Worker) -> None:
-        """Kill a worker once its role is done (workers are never reused)."""
-        w.kill()
+        """Kill a worker once its role is done (workers are never reused); one that close()
+        took already is its to kill (never two threads killing one worker)."""
         with self._mutex:
+            ours = w in self._live
             self._live.discard(w)
+        if ours:
+            w.kill()
 
     def close(self) -> None:
         """Kill every worker, spares included, stop the fork server, remove the scratch folder."""

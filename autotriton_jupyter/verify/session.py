@@ -42,12 +42,16 @@ def start(options: VerifyOptions) -> None:
         global _verifier, _error
         try:
             v = Verifier(options)
-            spares, v.pool.spares = v.pool.spares, 1
             try:
-                v.pool.warm()
-            finally:
-                v.pool.spares = spares
-            v.pool.preload_after_first_spare()
+                spares, v.pool.spares = v.pool.spares, 1
+                try:
+                    v.pool.warm()
+                finally:
+                    v.pool.spares = spares
+                v.pool.preload_after_first_spare()
+            except BaseException:
+                v.close()  # its fork server and spare, not left for the kernel's exit
+                raise
             with _lock:
                 _verifier = v
         except BaseException as e:  # shown when a cell asks for the verifier

@@ -38,6 +38,11 @@ class WorkerError(Exception):
     """A failure to report to the judge with a plain message."""
 
 
+class DeviceLost(WorkerError):
+    """The task's own code broke this worker's device (a device-side assert): no set can
+    be drawn or run after it, whichever set it was."""
+
+
 def _describe(e: BaseException) -> str:
     try:
         text = str(e)
@@ -414,8 +419,8 @@ class WorkerState:
         if self.device == "cuda":
             try:
                 torch.cuda.synchronize()
-            except Exception:
-                raise failed from None  # the device's context is gone: no draw can follow
+            except Exception:  # the device's context is gone: no draw can follow
+                raise DeviceLost(f"get_inputs() raised {_describe(failed)}") from None
             failed = None  # (its traceback held the attempt's blocks)
             torch.cuda.empty_cache()
         torch.manual_seed(seed)
@@ -432,6 +437,8 @@ class WorkerState:
                 inputs = self._draw(spec["seed"], spec["variant"], spec.get("shapes"))
             except ShapeError as e:
                 raise WorkerError(f"Input set '{spec['label']}': {e}") from e
+            except DeviceLost:
+                raise
             except Exception as e:
                 if spec["variant"] != "none":  # a variant its inputs' dtypes do not allow: left out
                     results.append({"label": spec["label"], "skipped": _describe(e)})
