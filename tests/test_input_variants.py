@@ -26,11 +26,16 @@ def _inputs() -> list:
     ]
 
 
+def _worker(device: str, get_inputs) -> worker.WorkerState:
+    """A worker's state with only what drawing needs: its device and the task's get_inputs."""
+    w = worker.WorkerState.__new__(worker.WorkerState)
+    w.module, w.device = types.SimpleNamespace(get_inputs=get_inputs), device
+    return w
+
+
 def drawn(device: str, seed: int, variant: str) -> list:
     """_draw of a worker on `device`, with the task's own inputs for that seed."""
-    w = worker.WorkerState.__new__(worker.WorkerState)
-    w.module, w.device = types.SimpleNamespace(get_inputs=_inputs), device
-    return w._draw(seed, variant)
+    return _worker(device, _inputs)._draw(seed, variant)
 
 
 def check_variant(device: str, variant: str, seed: int = 7) -> None:
@@ -112,12 +117,6 @@ def _numpy_inputs() -> list:
     import numpy as np
 
     return [torch.randn(6, 5).numpy() * 0 + np.arange(5), torch.randn(3)]
-
-
-def _worker(device: str, get_inputs) -> worker.WorkerState:
-    w = worker.WorkerState.__new__(worker.WorkerState)
-    w.module, w.device = types.SimpleNamespace(get_inputs=get_inputs), device
-    return w
 
 
 def test_a_task_that_cannot_draw_on_the_device_draws_on_the_cpu(monkeypatch):

@@ -383,9 +383,7 @@ class WorkerState:
         gen = torch.Generator().manual_seed(seed + 1)
         if shapes is not None:
             inputs = reshape_inputs(inputs, [tuple(s) for s in shapes], gen)
-        if self.device == "cpu":
-            return _made(inputs, variant, gen, torch.device("cpu"))
-        if variant == "none":
+        if self.device == "cpu" or variant == "none":  # the task's own set: where it was drawn
             return _made(inputs, variant, gen, torch.device(self.device))
         # Made on the worker's device: on the CPU, the variants of a large set take seconds
         # (elementwise passes and random draws over every element), on a GPU milliseconds.
