@@ -47,10 +47,33 @@ def test_only_a_gpu_pool_is_told_to_import_dynamo_after_its_first_spare():
 
     sent = []
     pool = Pool.__new__(Pool)
-    pool._fork_server = lambda: types.SimpleNamespace(preload=lambda: sent.append(1))
+    pool._fork_server = lambda: types.SimpleNamespace(preload=lambda **how: sent.append(how))
     pool.device = "cpu"
     pool.preload_after_first_spare()
     assert sent == []
     pool.device = "cuda"
     pool.preload_after_first_spare()
-    assert sent == [1]
+    assert sent == [{"triton_seed": True}]  # and its later workers' Triton caches seeded
+
+
+def test_start_for_reference_forks_one_worker_before_the_server_imports_dynamo(monkeypatch):
+    """The first reference's worker is forked first and alone, however many spares the pool
+    keeps; the import comes after it, and every later fork (the candidates') after that."""
+    import types
+
+    events = []
+    pool = Pool.__new__(Pool)
+    pool.device, pool.spares, pool._spare, pool._starting = "cuda", 4, [], 0
+    pool._mutex, pool._closed = threading.Lock(), False
+    pool._fork_server = lambda: types.SimpleNamespace(preload=lambda **_: events.append("preload"))
+
+    def start():
+        events.append("fork")
+        return object()
+
+    pool._start = start
+    pool.start_for_reference()
+    assert events == ["fork", "preload"]
+    assert len(pool._spare) == 1 and pool._starting == 0
+    pool.start_for_reference()  # its one spare is there: nothing more is forked
+    assert events == ["fork", "preload", "preload"]

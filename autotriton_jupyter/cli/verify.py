@@ -92,6 +92,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 from ..verify import Verifier
 
             with Verifier(options, on_event=progress) as v:
+                if not args.tune:  # one candidate: one worker behind the reference's
+                    v.pool.spares = 1
+                # The reference's worker first; the fork server then imports torch._dynamo
+                # (on a GPU) while the reference runs, for the candidate's worker forked after.
+                v.pool.start_for_reference()
                 report = v.verify(task, cand)
                 if args.tune:
                     tuned = _tune(args, cand, report, lambda cands: v.verify_many(task, cands), progress)

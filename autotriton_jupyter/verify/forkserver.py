@@ -6,8 +6,9 @@ and never runs task or candidate code itself. It obeys the judge over one Channe
     judge -> server  {"op": "spawn", "id", "device", "gpu_fraction", "limits"}
                        with the worker's socket and its log file as descriptors
                      {"op": "kill", "id"}
-                     {"op": "preload"}: import torch._dynamo now (a CPU pool's first
-                       word; a kernel session's GPU pool's once its first spare is forked)
+                     {"op": "preload", "triton_seed"}: import torch._dynamo now (a CPU
+                       pool's first word; a GPU pool's once its first spare is forked),
+                       and on a GPU seed each later worker's Triton cache (tritonwarm.py)
     server -> judge  {"event": "ready", "import_s", "confine_error"}
                      {"event": "spawned", "id"} with a pidfd of the worker
                      {"event": "spawn_failed", "id", "error"}
@@ -33,6 +34,7 @@ import signal
 import struct
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -76,6 +78,10 @@ def _worker_main(
         os.setsid()
     work = os.path.join(scratch, "work")
     os.makedirs(work, exist_ok=True)
+    if _TRITON_SEED:
+        from . import tritonwarm
+
+        tritonwarm.plant(_TRITON_SEED, os.path.join(scratch, "triton"))
     os.environ.update(
         HOME=scratch,
         TMPDIR=scratch,
@@ -424,7 +430,7 @@ class Server:
                         if op == "kill":
                             self.kill(int(msg.get("id", -1)))
                         elif op == "preload":
-                            _preload()
+                            _preload(bool(msg.get("triton_seed")))
                         elif op == "stop":
                             return
                 elif fd in pipes:
@@ -432,7 +438,10 @@ class Server:
             self.watch()
 
 
-def _preload() -> None:
+_TRITON_SEED: dict[str, bytes] = {}  # what every worker forked after its preload finds in its cache
+
+
+def _preload(triton_seed: bool = False) -> None:
     """Import torch._dynamo here, once, for every worker forked after (worker.WorkerState.warm_up
     then has nothing left to do). Trusted code only, in this process: no candidate's
     worker runs while it imports (a CPU pool's server imports before its first fork; a
@@ -442,11 +451,31 @@ def _preload() -> None:
     CPU workers switch Triton to its interpreter after the fork: the Triton that Dynamo's
     modules hold is then the compiled one. No CPU worker has Dynamo trace Triton code
     (nothing is timed on a CPU, and candidates may not call torch.compile), so that is
-    never used."""
+    never used.
+
+    With triton_seed (a GPU pool), a child forked before any thread here builds the Triton
+    cache that every later worker starts with, and a thread computes Triton's key of its
+    build, while this process imports; both are done before it forks again."""
+    seed = primer = None
+    if triton_seed:
+        from . import tritonwarm
+
+        try:
+            # Forked first, while this process has one thread; in a folder no worker sees.
+            seed = tritonwarm.Seed(SCRATCH if os.path.isdir(SCRATCH) else None)
+            primer = threading.Thread(target=tritonwarm.prime, name="autotriton-prime", daemon=True)
+            primer.start()
+        except (OSError, RuntimeError):
+            primer = None
     try:
         import torch._dynamo  # noqa: F401
     except Exception as e:  # each worker imports it on its own, as without this
         print(f"autotriton: torch._dynamo could not be imported ahead: {e}", file=sys.stderr, flush=True)
+    if primer is not None:
+        primer.join()  # no thread but this one when it forks again
+    if seed is not None:
+        global _TRITON_SEED
+        _TRITON_SEED = seed.files()
 
 
 def main(argv: list[str]) -> int:

@@ -449,12 +449,13 @@ class _Server:
             self._procs[wid] = proc
             return proc
 
-    def preload(self) -> None:
+    def preload(self, triton_seed: bool = False) -> None:
         """Have the server import torch._dynamo before it forks anyone else: a CPU pool's
-        first word (Pool._fork_server); a kernel session's GPU pool's once its first spare
-        is forked (Pool.preload_after_first_spare)."""
+        first word (Pool._fork_server); a GPU pool's once its first spare is forked
+        (Pool.preload_after_first_spare), which seeds its later workers' Triton caches too."""
+        msg = {"op": "preload", "triton_seed": triton_seed}
         with self._send_lock, contextlib.suppress(OSError, AttributeError):
-            self._ctl.send_bytes(wire.encode({"op": "preload"}))  # type: ignore[union-attr]
+            self._ctl.send_bytes(wire.encode(msg))  # type: ignore[union-attr]
 
     def request_kill(self, wid: int) -> None:
         if not self.alive:
@@ -543,6 +544,14 @@ class Pool:
                     self._server.preload()
             return self._server
 
+    def start_for_reference(self) -> None:
+        """Fork the one spare that the first reference takes, then on a GPU import
+        torch._dynamo in the fork server for every worker forked after it
+        (preload_after_first_spare): a kernel session's background start, and a one-shot
+        verify's before its reference. The caller's first acquire must be a reference's."""
+        self.warm(up_to=1)
+        self.preload_after_first_spare()
+
     def preload_after_first_spare(self) -> None:
         """For a kernel session's GPU pool, once its first spare is forked (session.start):
         the server imports torch._dynamo, and every worker forked after, the candidates'
@@ -552,7 +561,7 @@ class Pool:
         first cell's candidates take spares forked after), so no candidate goes unwatched
         by the server meanwhile. The import touches no CUDA (tests/gpu/test_gpu_sandbox.py)."""
         if self.device != "cpu":
-            self._fork_server().preload()
+            self._fork_server().preload(triton_seed=True)
 
     def _limits(self) -> dict[str, int]:
         cores = os.cpu_count() or 4
@@ -603,10 +612,12 @@ class Pool:
             self._live.add(w)
         return w
 
-    def warm(self) -> None:
-        """Start spare workers now, so the first candidate does not wait for them."""
+    def warm(self, up_to: int | None = None) -> None:
+        """Start spare workers now, so the first candidate does not wait for them: up to
+        `spares` of them, or up to `up_to` when given."""
         with self._mutex:
-            missing = max(0, self.spares - len(self._spare) - self._starting)
+            want = self.spares if up_to is None else up_to
+            missing = max(0, want - len(self._spare) - self._starting)
             self._starting += missing
         left = missing
         try:

@@ -43,12 +43,7 @@ def start(options: VerifyOptions) -> None:
         try:
             v = Verifier(options)
             try:
-                spares, v.pool.spares = v.pool.spares, 1
-                try:
-                    v.pool.warm()
-                finally:
-                    v.pool.spares = spares
-                v.pool.preload_after_first_spare()
+                v.pool.start_for_reference()
             except BaseException:
                 v.close()  # its fork server and spare, not left for the kernel's exit
                 raise

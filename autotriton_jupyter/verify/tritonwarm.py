@@ -13,9 +13,25 @@ and the kernel holds only its module's few kilobytes.
 What it leaves is the worker's own: the files in its private cache, and the compiler
 already started. A candidate's kernel with the same argument types (pointers to
 float32, an int, one constexpr) also finds its launcher built.
+
+
+A GPU pool's fork server makes that warm-up cheap for every worker it forks after its
+dynamo import (forkserver._preload): a child of its own runs warm_up() once into a
+folder of its own (Seed), and each worker starts with a copy of those files in its
+private cache (plant); meanwhile the server computes Triton's key of its own build
+(prime), which every fork then inherits. The server itself never initializes CUDA
+(its forks could not use the GPU) and runs no compiler: the child does both, and ends.
+A worker's warm-up then finds its driver module, kernel and launcher built (0.05-0.1 s
+instead of 0.9-1.0 s on an H100 host).
 """
 
 from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import time
 
 import torch
 import triton
@@ -35,3 +51,76 @@ def warm_up() -> None:
     if compiled is None or not hasattr(compiled, "__getitem__"):
         raise RuntimeError(f"Triton's warmup() returned {type(compiled).__name__}")
     compiled[(4, 1, 1)]  # loads the binary and builds the launcher; launches nothing
+
+
+class Seed:
+    """warm_up() run once in a child of the fork server, into a folder of its own: forked
+    when made (before the server starts any thread), collected by files()."""
+
+    def __init__(self, under: str | None = None) -> None:
+        self.folder = tempfile.mkdtemp(prefix="autotriton-triton-seed-", dir=under)
+        self.pid = os.fork()
+        if self.pid == 0:
+            code = 1
+            try:
+                from . import confine
+
+                confine.die_with_parent()
+                os.environ.update(TRITON_CACHE_DIR=os.path.join(self.folder, "cache"), TMPDIR=self.folder)
+                tempfile.tempdir = None
+                warm_up()
+                code = 0
+            except BaseException:  # no seed: each worker warms up on its own, as before
+                pass
+            os._exit(code)
+
+    def files(self, timeout_s: float = 60.0) -> dict[str, bytes]:
+        """The cache the child left (relative path: contents); none if it failed or hung."""
+        try:
+            status = None
+            deadline = time.monotonic() + timeout_s
+            while status is None and time.monotonic() < deadline:
+                done, code = os.waitpid(self.pid, os.WNOHANG)
+                if done:
+                    status = code
+                else:
+                    time.sleep(0.01)
+            if status is None:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+                return {}
+            if status != 0:
+                return {}
+            root = os.path.join(self.folder, "cache")
+            got = {}
+            for folder, _, names in os.walk(root):
+                for name in names:
+                    path = os.path.join(folder, name)
+                    with open(path, "rb") as f:
+                        got[os.path.relpath(path, root)] = f.read()
+            return got
+        except OSError:
+            return {}
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def prime() -> None:
+    """Triton's key of its own build (a hash of its compiler library, some 400 MB, which
+    every process computes once, on its first compile): computed in the fork server, on a
+    thread while it imports torch._dynamo, and inherited by every worker forked after."""
+    try:
+        from triton.runtime.cache import triton_key
+
+        triton_key()
+    except Exception:  # (another Triton) each worker computes it, as before
+        pass
+
+
+def plant(files: dict[str, bytes], cache_dir: str) -> None:
+    """A worker's copy of the seed, in its own cache (its own to change; never shared)."""
+    for rel, data in files.items():
+        path = os.path.join(cache_dir, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)

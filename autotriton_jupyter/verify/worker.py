@@ -1051,6 +1051,10 @@ def serve(conn: wire.Channel, device: str, workdir: str, log_fd: int, gpu_fracti
                     "pid": os.getpid(),
                     "init_s": time.perf_counter() - t0,
                     "dynamo_preloaded": "torch._dynamo" in sys.modules,
+                    # files its fork server's seed put in its Triton cache (tritonwarm.plant)
+                    "triton_seeded": sum(
+                        len(names) for _, _, names in os.walk(os.environ.get("TRITON_CACHE_DIR") or "/nonexistent")
+                    ),
                 }
             )
         )

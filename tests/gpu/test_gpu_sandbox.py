@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -92,6 +93,39 @@ def test_importing_dynamo_touches_no_cuda():
     assert out.stdout.split() == ["False", "False"], out.stdout + out.stderr
 
 
+def test_a_triton_seed_is_made_by_a_child_and_spares_a_worker_every_build():
+    """tritonwarm.Seed: the process that makes it (a fork server) never initializes CUDA;
+    what the child built is all a worker's warm-up needs (it builds nothing more)."""
+    probe = (
+        "import ctypes, json, os, tempfile\n"
+        "from autotriton_jupyter.verify import tritonwarm\n"
+        "files = tritonwarm.Seed().files()\n"
+        "n = ctypes.c_int()\n"
+        "rc = ctypes.CDLL('libcuda.so.1').cuDeviceGetCount(ctypes.byref(n))\n"
+        "cache = tempfile.mkdtemp()\n"
+        "tritonwarm.plant(files, cache)\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    os.environ['TRITON_CACHE_DIR'] = cache\n"
+        "    tritonwarm.warm_up()\n"
+        "    os._exit(0)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "after = sorted(os.path.relpath(os.path.join(d, f), cache) for d, _, fs in os.walk(cache) for f in fs)\n"
+        "print(json.dumps({'rc': rc, 'seed': sorted(files), 'status': status, 'after': after}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    print(got)
+    assert got["rc"] == 3  # CUDA_ERROR_NOT_INITIALIZED: the seed's maker never started CUDA
+    names = [Path(p).name for p in got["seed"]]
+    assert any(n.startswith("cuda_utils") for n in names) and any(n.endswith(".cubin") for n in names)
+    assert got["status"] == 0
+    assert got["after"] == got["seed"]  # the worker's warm-up found all it needed
+
+
 def test_a_sessions_workers_forked_after_its_servers_dynamo_import_work():
     """session.start: the first spare (the first reference's worker) is forked before the
     server imports torch._dynamo; the candidate's, after, and it is judged and timed."""
@@ -108,7 +142,9 @@ def test_a_sessions_workers_forked_after_its_servers_dynamo_import_work():
         assert r.timing and r.timing["candidate_ms"] > 0
         w = v.pool.acquire()
         try:
-            assert w.wait_ready(120)["dynamo_preloaded"]
+            ready = w.wait_ready(120)
+            assert ready["dynamo_preloaded"]
+            assert ready["triton_seeded"] > 0  # its Triton cache began with the server's seed
         finally:
             v.pool.release(w)
     finally:
