@@ -103,6 +103,28 @@ def test_candidate_problems_are_fail_verdicts(corpus, capsys, cand, check, needl
     assert any(r["check"] == check and needle in r["message"] for r in d["reasons"]), d["reasons"]
 
 
+def test_a_one_shot_verify_forks_its_references_worker_only_for_a_candidate_the_lint_passes(
+    corpus, capsys, monkeypatch
+):
+    """A refused candidate gets its verdict without waiting for the fork server to fork."""
+    from autotriton_jupyter.verify import sandbox
+
+    calls = []
+    real = sandbox.Pool.start_for_reference
+
+    def start(self):
+        calls.append(self.spares)
+        return real(self)
+
+    monkeypatch.setattr(sandbox.Pool, "start_for_reference", start)
+    ref = str(corpus / "add_relu/task.py")
+    assert main(["verify", ref, str(corpus / "bad/cand_syntax_error.py"), "-q", "--local"]) == 1
+    assert calls == []
+    assert main(["verify", ref, str(corpus / "add_relu/pass_masked.py"), "-q", "--local"]) == 0
+    assert calls == [1]  # one spare behind the reference's worker: there is one candidate
+    capsys.readouterr()
+
+
 def test_cuda_requested_without_gpu_is_a_usage_error(corpus, capsys):
     import torch
 

@@ -81,7 +81,10 @@ def _worker_main(
     if _TRITON_SEED:
         from . import tritonwarm
 
-        tritonwarm.plant(_TRITON_SEED, os.path.join(scratch, "triton"))
+        try:
+            tritonwarm.plant(_TRITON_SEED, os.path.join(scratch, "triton"))
+        except OSError:  # (its scratch full) its warm-up builds them, as without a seed
+            pass
     os.environ.update(
         HOME=scratch,
         TMPDIR=scratch,
@@ -430,7 +433,7 @@ class Server:
                         if op == "kill":
                             self.kill(int(msg.get("id", -1)))
                         elif op == "preload":
-                            _preload(bool(msg.get("triton_seed")))
+                            _preload(bool(msg.get("triton_seed")), self.confined)
                         elif op == "stop":
                             return
                 elif fd in pipes:
@@ -439,14 +442,21 @@ class Server:
 
 
 _TRITON_SEED: dict[str, bytes] = {}  # what every worker forked after its preload finds in its cache
+_PRIME_S = 120.0  # the longest wait for tritonwarm.prime's thread
 
 
-def _preload(triton_seed: bool = False) -> None:
+def _stop_now() -> None:
+    os._exit(75)
+
+
+def _preload(triton_seed: bool = False, confined: bool = False) -> None:
     """Import torch._dynamo here, once, for every worker forked after (worker.WorkerState.warm_up
     then has nothing left to do). Trusted code only, in this process: no candidate's
     worker runs while it imports (a CPU pool's server imports before its first fork; a
-    kernel session's GPU pool's after its first spare, which its first reference takes,
-    and before any candidate's worker is forked). The import touches no CUDA.
+    GPU pool's after its first spare, which its first reference takes, and before any
+    candidate's worker is forked: a kernel session's and a one-shot verify's). The import
+    touches no CUDA. The server's loop waits meanwhile: that reference's worker goes
+    unwatched for those seconds (the task's own code, not a candidate's).
 
     CPU workers switch Triton to its interpreter after the fork: the Triton that Dynamo's
     modules hold is then the compiled one. No CPU worker has Dynamo trace Triton code
@@ -461,8 +471,9 @@ def _preload(triton_seed: bool = False) -> None:
         from . import tritonwarm
 
         try:
-            # Forked first, while this process has one thread; in a folder no worker sees.
-            seed = tritonwarm.Seed(SCRATCH if os.path.isdir(SCRATCH) else None)
+            # Forked first, while this process has one thread. Confined, in the sandbox's
+            # scratch, which each worker covers with its own; else a private new folder.
+            seed = tritonwarm.Seed(SCRATCH if confined else None)
             primer = threading.Thread(target=tritonwarm.prime, name="autotriton-prime", daemon=True)
             primer.start()
         except (OSError, RuntimeError):
@@ -472,7 +483,10 @@ def _preload(triton_seed: bool = False) -> None:
     except Exception as e:  # each worker imports it on its own, as without this
         print(f"autotriton: torch._dynamo could not be imported ahead: {e}", file=sys.stderr, flush=True)
     if primer is not None:
-        primer.join()  # no thread but this one when it forks again
+        primer.join(_PRIME_S)
+        if primer.is_alive():  # never fork with a thread running: the pool starts another server
+            print("autotriton: Triton's key took too long; the fork server stops", file=sys.stderr, flush=True)
+            _stop_now()
     if seed is not None:
         global _TRITON_SEED
         _TRITON_SEED = seed.files()

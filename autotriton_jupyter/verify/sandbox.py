@@ -540,7 +540,7 @@ class Pool:
                     # the server imports it once for all. Not here for a GPU: its first
                     # worker (a reference's, which needs Dynamo only to time torch.compile)
                     # would wait for it, and the server forks and watches no worker
-                    # meanwhile (a kernel session's does: preload_after_first_spare).
+                    # meanwhile (it does once that worker is forked: start_for_reference).
                     self._server.preload()
             return self._server
 
@@ -553,13 +553,14 @@ class Pool:
         self.preload_after_first_spare()
 
     def preload_after_first_spare(self) -> None:
-        """For a kernel session's GPU pool, once its first spare is forked (session.start):
-        the server imports torch._dynamo, and every worker forked after, the candidates'
-        among them, starts with that import done (2-3 s sooner on an H100 host). The first
-        spare, which the first cell's reference takes, does not wait for it; no candidate's
+        """For a GPU pool, once its first spare is forked (start_for_reference: a kernel
+        session's start, a one-shot verify): the server imports torch._dynamo and seeds
+        Triton's cache (tritonwarm.py), and every worker forked after, the candidates'
+        among them, starts with both done (2-3 s sooner on an H100 host). The first
+        spare, which the first reference takes, does not wait for it; no candidate's
         worker runs while the server imports (the server forks none meanwhile, and the
-        first cell's candidates take spares forked after), so no candidate goes unwatched
-        by the server meanwhile. The import touches no CUDA (tests/gpu/test_gpu_sandbox.py)."""
+        candidates take workers forked after), so no candidate goes unwatched by the
+        server meanwhile. The import touches no CUDA (tests/gpu/test_gpu_sandbox.py)."""
         if self.device != "cpu":
             self._fork_server().preload(triton_seed=True)
 

@@ -11,7 +11,9 @@ dies is restarted by the pool. The verifier is closed when the kernel exits.
 The background start is bounded: one fork server and one spare worker (one device
 context on a GPU), nothing more until a cell asks for it. On a GPU the fork server then
 imports torch._dynamo (CPU time and its own memory, no device), so that the workers it
-forks for the cells' candidates start without that import.
+forks for the cells' candidates start without that import, while a child of it builds
+the Triton files those workers start with (a second device context for a second or
+so: tritonwarm.Seed).
 """
 
 from __future__ import annotations

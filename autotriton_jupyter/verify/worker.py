@@ -269,8 +269,9 @@ class WorkerState:
         (unless the fork server did), and on a GPU make Triton's first launch ready
         (tritonwarm.py).
 
-        The fork server of a GPU pool does not import torch._dynamo (seconds that every
-        first cell and one-shot verify would wait for), but it rebinds torch.manual_seed on
+        A GPU pool's fork server imports torch._dynamo only after its first spare (the first
+        reference's) is forked, so that worker, and any forked by a server that did not
+        (the service's, one restarted), imports it here; it rebinds torch.manual_seed on
         import. A candidate's worker waits for this thread before the judge's snapshot of
         torch (so that import is never mistaken for tampering) and before any candidate
         code runs; the reference's before timing torch.compile (which compiles with Triton).
