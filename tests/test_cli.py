@@ -125,6 +125,32 @@ def test_a_one_shot_verify_forks_its_references_worker_only_for_a_candidate_the_
     capsys.readouterr()
 
 
+def test_a_long_part_of_the_candidates_runs_says_it_is_still_running(corpus, capsys, monkeypatch):
+    from autotriton_jupyter.verify import judge
+
+    monkeypatch.setattr(judge, "RUN_PROGRESS_S", 0.05)
+    ref = str(corpus / "add_relu/task.py")
+    assert main(["verify", ref, str(corpus / "add_relu/pass_masked.py"), "--local"]) == 0
+    err = capsys.readouterr().err
+    assert "calls in a row: still running after" in err, err[-2000:]
+
+
+def test_a_gpu_service_asked_for_without_a_gpu_says_so_before_naming_the_one_running(capsys, monkeypatch):
+    """Not "stop the running CPU service first", when no GPU service could start anyway."""
+    import torch
+
+    from autotriton_jupyter.verify import service
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    running = {"pid": 1, "device": "cpu", "sandbox": True, "started": 0, "idle_s": 600.0}
+    monkeypatch.setattr(service, "status", lambda: running)
+    code = main(["verifier", "start", "--device", "cuda", "-q"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "GPU" in err and "stop it first" not in err
+
+
 def test_cuda_requested_without_gpu_is_a_usage_error(corpus, capsys):
     import torch
 

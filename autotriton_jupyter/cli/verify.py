@@ -179,6 +179,10 @@ def cmd_verifier(args: argparse.Namespace) -> int:
     try:
         if args.what == "start":
             options = _options(args)
+            if options.device == "cuda":  # no GPU here: said first, not "stop the one running"
+                from ..verify.judge import resolve_device
+
+                resolve_device("cuda")
             got = service.start(options, args.idle * 60.0, on_event=_progress(args.quiet))
             if got.get("already"):
                 differs = service.mismatch(got, options)

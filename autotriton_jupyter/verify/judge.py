@@ -34,6 +34,7 @@ from .reference import (
     Reference,
     ReferencePrep,
     _nbytes,
+    _still_running,
 )
 from .report import CONDITIONAL, FAIL, INCONCLUSIVE, PASS, Report
 from .sandbox import Pool, Worker, WorkerFailure
@@ -108,6 +109,7 @@ def _variant_what(label: str, inputs: Any) -> str:
 # adds hundreds of calls audited at random, so a second is enough there.
 LATE_BUDGET_S = 5.0
 LATE_BUDGET_GPU_S = 1.0
+RUN_PROGRESS_S = 4.0  # a part of the runs still going after this long says so, and again
 
 
 def _late_calls() -> int:
@@ -781,17 +783,20 @@ class Verifier(ReferencePrep, TimedChecks):
             )
         t1 = time.perf_counter()
         spent["runs_add_sets"] += t1 - t0
-        got = w.call(
-            "run",
-            o.timeout,
-            "Running the candidate",
-            max_reply=REPLY_SLACK + 2 * sum(_nbytes(ref.sets[plan[i]["set"]]["outputs"]) for i in part),
-            runs=[
-                {k: plan[i][k] for k in ("set", "slot", "extra_calls", "model") if k in plan[i]}
-                for i in part
-            ],
-            extra_budget_s=LATE_BUDGET_S if self.device == "cpu" else LATE_BUDGET_GPU_S,
-        )
+        # A part can take many seconds (the late calls on a CPU, Triton's interpreter): said.
+        label = ", ".join(_run_label(ref, plan[i]) for i in part)
+        with _still_running(self.on_event, f"{name}: {label}", o.timeout, every=RUN_PROGRESS_S):
+            got = w.call(
+                "run",
+                o.timeout,
+                "Running the candidate",
+                max_reply=REPLY_SLACK + 2 * sum(_nbytes(ref.sets[plan[i]["set"]]["outputs"]) for i in part),
+                runs=[
+                    {k: plan[i][k] for k in ("set", "slot", "extra_calls", "model") if k in plan[i]}
+                    for i in part
+                ],
+                extra_budget_s=LATE_BUDGET_S if self.device == "cpu" else LATE_BUDGET_GPU_S,
+            )
         # The worker's own clock: for the figures only, never for a verdict.
         in_worker = _seconds(got.get("op_s"))
         spent["runs_in_worker"] += in_worker

@@ -110,13 +110,15 @@ class Reference:
 
 
 @contextlib.contextmanager
-def _still_running(on_event: Callable[[str], None], what: str, limit: float) -> Iterator[None]:
-    """Says every 10 s that a step is still running, and when it will be stopped."""
+def _still_running(
+    on_event: Callable[[str], None], what: str, limit: float, every: float = 10.0
+) -> Iterator[None]:
+    """Says every `every` seconds that a step is still running, and when it will be stopped."""
     done = threading.Event()
     t0 = time.monotonic()
 
     def tell() -> None:
-        while not done.wait(10.0):
+        while not done.wait(every):
             on_event(
                 f"{what}: still running after {time.monotonic() - t0:.0f} s (stopped after "
                 f"{limit:g} s; --timeout or `timeout` under [verify] in the config changes that)"
