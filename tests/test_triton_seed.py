@@ -80,17 +80,11 @@ def test_a_planted_seed_is_found_by_tritons_own_cache_lookup(tmp_path, monkeypat
     assert (cache / "KEY0" / "k.cubin").read_bytes() == b"\x7fELF" + bytes(range(256))
 
 
-def test_a_group_file_naming_a_file_not_planted_leaves_it_out(tmp_path):
-    files = {
-        "K/__grp__k.json": b'{"child_paths": {"k.cubin": "/gone/K/k.cubin", "x.so": "/elsewhere/X/x.so"}}',
-        "K/k.cubin": b"1",
-    }
-    tritonwarm.plant(files, str(tmp_path))
-    import json
-
-    assert json.loads((tmp_path / "K" / "__grp__k.json").read_text()) == {
-        "child_paths": {"k.cubin": str(tmp_path / "K" / "k.cubin")}
-    }
+def test_a_group_file_naming_a_file_not_planted_is_left_as_it_was(tmp_path):
+    """Triton then misses the kernel and compiles it, as without a seed."""
+    group = b'{"child_paths": {"k.cubin": "/gone/K/k.cubin", "x.so": "/elsewhere/X/x.so"}}'
+    tritonwarm.plant({"K/__grp__k.json": group, "K/k.cubin": b"1"}, str(tmp_path))
+    assert (tmp_path / "K" / "__grp__k.json").read_bytes() == group
     tritonwarm.plant({"K/__grp__j.json": b"not json"}, str(tmp_path / "other"))
     assert (tmp_path / "other" / "K" / "__grp__j.json").read_bytes() == b"not json"
 

@@ -179,13 +179,13 @@ def cmd_verifier(args: argparse.Namespace) -> int:
     try:
         if args.what == "start":
             options = _options(args)
-            if options.device == "cuda":  # no GPU here: said first, not "stop the one running"
-                from ..verify.judge import resolve_device
-
-                resolve_device("cuda")
             got = service.start(options, args.idle * 60.0, on_event=_progress(args.quiet))
             if got.get("already"):
                 differs = service.mismatch(got, options)
+                if differs and options.device == "cuda":  # without a GPU: said, not "stop it"
+                    from ..verify.judge import resolve_device
+
+                    resolve_device("cuda")
                 if differs:
                     print(
                         f"autotriton: a verifier service already runs (pid {got['pid']}), but "

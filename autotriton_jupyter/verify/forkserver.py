@@ -83,8 +83,8 @@ def _worker_main(
 
         try:
             tritonwarm.plant(_TRITON_SEED, os.path.join(scratch, "triton"))
-        except OSError:  # (its scratch full) its warm-up builds them, as without a seed
-            pass
+        except OSError:  # (its scratch full) none of it: its warm-up builds them, as without a seed
+            shutil.rmtree(os.path.join(scratch, "triton"), ignore_errors=True)
     os.environ.update(
         HOME=scratch,
         TMPDIR=scratch,
@@ -486,6 +486,8 @@ def _preload(triton_seed: bool = False, confined: bool = False) -> None:
         primer.join(_PRIME_S)
         if primer.is_alive():  # never fork with a thread running: the pool starts another server
             print("autotriton: Triton's key took too long; the fork server stops", file=sys.stderr, flush=True)
+            if seed is not None:
+                seed.files(timeout_s=0.0)  # its child and compilers ended, its folder removed
             _stop_now()
     if seed is not None:
         global _TRITON_SEED

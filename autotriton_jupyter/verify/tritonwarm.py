@@ -61,6 +61,7 @@ class Seed:
 
     def __init__(self, under: str | None = None) -> None:
         self.folder = tempfile.mkdtemp(prefix="autotriton-triton-seed-", dir=under)
+        parent = os.getpid()
         try:
             self.pid = os.fork()
         except OSError:
@@ -71,9 +72,10 @@ class Seed:
             try:
                 from . import confine
 
-                os.setsid()  # its compilers in a group of their own: a hung build is killed whole
+                # In the server's process group (a server ended by its group takes the
+                # compilers this starts with it); a hung build is ended whole by files().
                 confine.die_with_parent()
-                if os.getppid() == 1:  # the server ended before the line above
+                if os.getppid() != parent:  # the server ended before the line above
                     os._exit(1)
                 os.environ.update(TRITON_CACHE_DIR=os.path.join(self.folder, "cache"), TMPDIR=self.folder)
                 tempfile.tempdir = None
@@ -97,10 +99,7 @@ class Seed:
                 else:
                     time.sleep(0.01)
             if status is None:
-                try:
-                    os.killpg(self.pid, signal.SIGKILL)  # the child and the compilers it started
-                except OSError:
-                    os.kill(self.pid, signal.SIGKILL)
+                _kill_tree(self.pid)  # the child and the compilers it started
                 os.waitpid(self.pid, 0)
                 return {}
             if status != 0:
@@ -120,6 +119,17 @@ class Seed:
             shutil.rmtree(self.folder, ignore_errors=True)
 
 
+def _kill_tree(root: int) -> None:
+    """SIGKILL a process and every process below it (read from /proc before any is killed)."""
+    from .forkserver import _proc_table, _tree
+
+    for pid in _tree(root, _proc_table()):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def prime() -> None:
     """Triton's key of its own build (a hash of its compiler library, some 400 MB, which
     every process computes once, on its first compile): computed in the fork server, on a
@@ -137,8 +147,8 @@ def plant(files: dict[str, bytes], cache_dir: str) -> None:
 
     Triton finds a compiled kernel through a group file (`__grp__<name>.json`) that
     names the kernel's files by absolute path, here the seed's folder, gone by now:
-    those are pointed at the worker's copies (a file that was not planted is left out,
-    and Triton then compiles the kernel as without a seed)."""
+    those are pointed at the worker's copies (a group naming a file that was not
+    planted is left as it was, and Triton then compiles the kernel as without a seed)."""
     for rel, data in files.items():
         path = os.path.join(cache_dir, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -156,8 +166,9 @@ def _regrouped(data: bytes, files: dict[str, bytes], cache_dir: str) -> bytes:
         moved = {}
         for name, old in paths.items():
             rel = os.path.join(*str(old).split("/")[-2:])
-            if rel in files:
-                moved[name] = os.path.join(cache_dir, rel)
+            if rel not in files:  # a file not planted: the group as it was (Triton compiles)
+                return data
+            moved[name] = os.path.join(cache_dir, rel)
         group["child_paths"] = moved
         return json.dumps(group).encode()
     except (ValueError, KeyError, TypeError, AttributeError):  # another Triton's format: as it was
