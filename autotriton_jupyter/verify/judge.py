@@ -761,9 +761,9 @@ class Verifier(ReferencePrep, TimedChecks):
         """One part of the plan (`number` of `count`) in the candidate's worker, its input
         sets `send` first: its runs and tampering are added to `runs` and `tampered`."""
         o, name = self.options, r.candidate
+        label = ", ".join(_run_label(ref, plan[i]) for i in part)
         if count > 1:
-            what = ", ".join(_run_label(ref, plan[i]) for i in part)
-            self.on_event(f"{name}: {what} ({number + 1}/{count})")
+            self.on_event(f"{name}: {label} ({number + 1}/{count})")
         t0 = time.perf_counter()
         if send is not None:
             try:
@@ -784,7 +784,6 @@ class Verifier(ReferencePrep, TimedChecks):
         t1 = time.perf_counter()
         spent["runs_add_sets"] += t1 - t0
         # A part can take many seconds (the late calls on a CPU, Triton's interpreter): said.
-        label = ", ".join(_run_label(ref, plan[i]) for i in part)
         with _still_running(self.on_event, f"{name}: {label}", o.timeout, every=RUN_PROGRESS_S):
             got = w.call(
                 "run",
