@@ -5,8 +5,10 @@
 # Sections (each bounded by timeouts; minutes on an H200):
 #   decode    8B-shape decode benchmark: greedy, sampled, and a batch-8 profile (about 5)
 #   gentests  decode fast-path tests (about 1)
+#   bytecode  compile the packages' bytecode where this Python has none (as pip does; seconds)
+#   oneshot   imports on this host, then one-shot CLI verifies with their timelines (about 1.5)
 #   decodecache  the first decode batch of a new process, with empty compile caches and
-#             then with the caches the first left (issue 14's target: 5 s; about 3)
+#             then with the caches the first left, then profiled (issue 14's target: 5 s; about 4)
 #   hfdecode  transformers' own StaticCache path, for comparison (about 2)
 #   tests     the verifier's GPU tests, sandboxed, but the real-world corpus (about 4)
 #   realworld the real-world corpus on the GPU, timing on (about 6)
@@ -58,6 +60,22 @@ cat "$OUT/env.txt"
 show() { "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['text'])" "$1"; }
 want() { [[ ",$WHAT," == *",$1,"* ]]; }
 
+if want bytecode; then
+    # What `pip install` does by default: compile the packages' bytecode. A Python image
+    # built without it (PYTHONDONTWRITEBYTECODE=1) compiles torch in every process, which
+    # adds seconds to every figure below (docs/benchmarks.md, 2026-12-06 evening).
+    echo "== bytecode of the packages this tool imports"
+    "$PY" - <<'PYEOF'
+import subprocess, sys, time
+from autotriton_jupyter import bytecode
+folders = bytecode.missing(bytecode.PACKAGES + ("transformers", "networkx", "mpmath", "numpy"))
+t0 = time.perf_counter()
+if folders:
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0", *folders], stdout=subprocess.DEVNULL)
+print(f"compiled {len(folders)} packages in {time.perf_counter() - t0:.1f} s; still missing: {bytecode.missing()}")
+PYEOF
+fi
+
 if want decode; then
     echo "== decode benchmark, 8B shape, fused decoder, cache sized for an 8k-token answer: greedy"
     timeout 200 $AT bench generate --new-tokens 256 --budget-tokens 8192 --json \
@@ -72,6 +90,38 @@ if want decode; then
     tail -2 "$OUT/bench-generate-sampled.log"
 fi
 
+if want oneshot; then
+    # The one-shot CLI verify's own timeline (issue 14): each progress line is stamped with
+    # the seconds since the command started, the fork server's start and preload included.
+    echo "== imports on this host, a fresh process each: torch, then torch._dynamo after it"
+    for i in 1 2; do
+        TRITON_CACHE_DIR=$(mktemp -d) "$PY" -X importtime -c "import time; t=time.perf_counter(); import torch; a=time.perf_counter(); import torch._dynamo; b=time.perf_counter(); print(f'torch {a-t:.2f} s, torch._dynamo after it {b-a:.2f} s')" 2> "$OUT/importtime-$i.txt"
+    done
+    "$PY" - "$OUT/importtime-2.txt" <<'PYEOF'
+import sys
+rows = []
+for line in open(sys.argv[1]):
+    parts = line.split("|")
+    if len(parts) == 3 and parts[0].startswith("import time:") and parts[1].strip().isdigit():
+        rows.append((int(parts[1]), parts[2].rstrip()))
+start = next(i for i, (_, n) in enumerate(rows) if n.strip() == "torch") + 1
+print("slowest modules imported by torch._dynamo (cumulative s):")
+for cum, name in sorted(rows[start:], key=lambda r: -r[0])[:25]:
+    print(f"  {cum / 1e6:6.3f} {name}")
+PYEOF
+    export AUTOTRITON_CACHE=$(mktemp -d)
+    for cand in wrong_axis rowwise wrong_axis rowwise wrong_axis; do
+        s0=$(date +%s.%N)
+        timeout 100 $AT verify examples/gpu_tasks/softmax.py examples/candidates/softmax/$cand.py --json \
+            > "$OUT/oneshot-$cand.json" 2> "$OUT/oneshot-$cand.log"
+        code=$?
+        echo "verify $cand: exit $code, $("$PY" -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 2))" "$(date +%s.%N)" "$s0") s"
+        cut -c1-150 "$OUT/oneshot-$cand.log" | grep -v "started its own verifier" | tail -14
+        "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['verdict'], {k: round(v, 2) for k, v in d['seconds'].items()})" "$OUT/oneshot-$cand.json"
+    done
+    unset AUTOTRITON_CACHE
+fi
+
 if want decodecache; then
     # A cache folder of its own, empty at first: the first process fills it, the second
     # (a new kernel session on the same machine) should only read it.
@@ -80,9 +130,13 @@ if want decodecache; then
         echo "== the first decode batch in a new process, compile caches $pass"
         timeout 200 $AT bench generate --batches 1 --new-tokens 32 --budget-tokens 8192 --json \
             > "$OUT/bench-decodecache-$pass.json" 2> "$OUT/bench-decodecache-$pass.log"
-        "$PY" -c "import json,sys; r=json.load(open(sys.argv[1]))['runs'][0]; print(r['run'], round(r['seconds'], 2), 's;', json.dumps(r.get('compile'))[:900])" "$OUT/bench-decodecache-$pass.json"
+        "$PY" -c "import json,sys; r=json.load(open(sys.argv[1]))['runs'][0]; print(r['run'], round(r['seconds'], 2), 's;', r.get('marks_s'), json.dumps(r.get('compile'))[:900])" "$OUT/bench-decodecache-$pass.json"
         tail -2 "$OUT/bench-decodecache-$pass.log"
     done
+    echo "== the same, filled caches, with the first run's Python calls profiled"
+    timeout 200 $AT bench generate --batches 1 --new-tokens 32 --budget-tokens 8192 --json --profile-first \
+        > "$OUT/bench-decodecache-profile.json" 2> "$OUT/bench-decodecache-profile.log"
+    "$PY" -c "import json,sys; r=json.load(open(sys.argv[1]))['runs'][0]; print(r['run'], round(r['seconds'], 2), 's;', r.get('marks_s')); print(r.get('profile', '')[:9000])" "$OUT/bench-decodecache-profile.json"
     unset TORCHINDUCTOR_CACHE_DIR TRITON_CACHE_DIR
 fi
 

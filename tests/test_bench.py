@@ -96,6 +96,7 @@ def test_bench_finetune_and_generate_on_the_tiny_shape(capsys):
                 "8",
                 "--budget-tokens",
                 "40",
+                "--profile-first",
                 "--json",
                 "-q",
             ]
@@ -106,6 +107,10 @@ def test_bench_finetune_and_generate_on_the_tiny_shape(capsys):
     timed = [x for x in g["runs"] if x["run"] == "timed"]
     assert [x["tokens"] for x in timed] == [8, 16]
     assert g["cache_tokens"] == 512 + 40
+    # --profile-first: each batch size's first run, profiled; the timed runs are not
+    firsts = [x for x in g["runs"] if x["run"] != "timed"]
+    assert all("_token_steps" in x["profile"] for x in firsts)
+    assert not any("profile" in x for x in timed)
 
 
 def test_the_first_decode_compile_is_broken_down():

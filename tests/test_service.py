@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from autotriton_jupyter import bytecode
 from autotriton_jupyter.verify import service
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,6 +112,22 @@ def test_a_one_shot_verify_says_how_to_keep_a_verifier_warm(env):
     for flag in ("-q", "--local"):  # asked for quiet, or asked to verify here
         quiet = cli(env, "verify", str(TASK), str(CANDS / "pass_masked.py"), "--device", "cpu", flag)
         assert quiet.returncode == 0 and "verifier start" not in quiet.stderr
+    assert ("no compiled bytecode" in slow.stderr) == bool(bytecode.missing())
+
+
+def test_a_slow_verify_without_torchs_bytecode_says_how_to_compile_it(env, tmp_path):
+    """A Python that finds no .pyc for torch compiles it in every process: a one-shot verify
+    says so, with the command that mends it (here: bytecode looked for in an empty folder)."""
+    empty = tmp_path / "pycache"
+    empty.mkdir()
+    no_pyc = {**env, "PYTHONPYCACHEPREFIX": str(empty), "PYTHONDONTWRITEBYTECODE": "1"}
+    got = cli(no_pyc, "verify", str(TASK), str(CANDS / "pass_masked.py"), "--device", "cpu", "--local")
+    assert got.returncode == 0, got.stderr
+    line = next(x for x in got.stderr.splitlines() if "no compiled bytecode" in x)
+    assert "torch" in line and "-m compileall" in line and os.path.dirname(torch.__file__) in line
+    assert not any(empty.iterdir())  # nothing written meanwhile
+    quiet = cli(no_pyc, "verify", str(TASK), str(CANDS / "pass_masked.py"), "--device", "cpu", "--local", "-q")
+    assert quiet.returncode == 0 and "bytecode" not in quiet.stderr
 
 
 def test_a_task_error_from_the_service_is_an_input_error(env, tmp_path):

@@ -29,6 +29,7 @@ def bench_generate(
     fused: bool = True,
     budget_tokens: int | None = None,
     profile: bool = False,
+    profile_first: bool = False,
     on_event: Any = None,
 ) -> dict[str, Any]:
     """Decode tokens/s at each batch size; returns figures and a text summary."""
@@ -79,14 +80,31 @@ def bench_generate(
             s0 = time.perf_counter()
             first = s0
             steps = 0
+            marks: list[tuple[str, float]] = []  # the first run's steps, for where it went
+            if gen.decoder is not None and label != "timed":
+                gen.decoder.on_compile = lambda m, marks=marks, s0=s0: marks.append(
+                    (m, time.perf_counter() - s0)
+                )
+            profiler = None
+            if profile_first and label != "timed":
+                import cProfile
+
+                profiler = cProfile.Profile()
+                profiler.enable()
             with torch.inference_mode():
                 for tok in gen._token_steps(prompt, budget, params):
                     steps += 1
                     tok.tolist()  # the per-token host read a streaming user pays for
+                    if steps <= 4 and label != "timed":
+                        marks.append((f"token {steps}", time.perf_counter() - s0))
                     if steps == 1:
                         first = time.perf_counter()
                     if steps == new_tokens:
                         break
+            if profiler is not None:
+                profiler.disable()
+            if gen.decoder is not None:
+                gen.decoder.on_compile = None
             if dev == "cuda":
                 torch.cuda.synchronize()
             end = time.perf_counter()
@@ -103,6 +121,11 @@ def bench_generate(
             }
             if label == "first (compiles)" and gen.decoder is not None and gen.decoder.compile_step:
                 run["compile"] = _compile_facts()
+                # seconds since the run's start: the compile's start and end (the prefill
+                # runs before it), then each of the first tokens read on the host
+                run["marks_s"] = {m: round(t, 3) for m, t in marks}
+            if profiler is not None:
+                run["profile"] = _top_calls(profiler)
             result["runs"].append(run)
             emit(
                 f"batch {b} {label}: {run['tokens_per_s']:.1f} tok/s, "
@@ -149,6 +172,17 @@ def _compile_facts() -> dict[str, Any]:
     except (AttributeError, TypeError, ValueError):  # another torch's table
         pass
     return facts
+
+
+def _top_calls(profiler: Any, rows: int = 45) -> str:
+    """The calls that took longest, callees included (the profiler slows Python-heavy
+    steps such as Dynamo's tracing more than the rest: read shares, not seconds)."""
+    import io
+    import pstats
+
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(rows)
+    return out.getvalue()
 
 
 def _profile(gen: Any, prompt: Any, budget: int, params: Any, steps: int = 16) -> str:

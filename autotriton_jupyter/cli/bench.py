@@ -35,6 +35,7 @@ def cmd_bench_generate(args: argparse.Namespace) -> int:
         top_p=args.top_p,
         budget_tokens=args.budget_tokens,
         profile=args.profile,
+        profile_first=args.profile_first,
         on_event=_progress(args.quiet),
     )
     print(json.dumps(result, indent=2) if args.json else result["text"])
@@ -100,6 +101,11 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
     bg.add_argument("--top-p", type=T["top_p"], default=sampling.top_p)
     bg.add_argument(
         "--profile", action="store_true", help="add the GPU kernels of 16 decode steps (CUDA)"
+    )
+    bg.add_argument(
+        "--profile-first",
+        action="store_true",
+        help="add the Python calls of each batch size's first run (the compile), heaviest first",
     )
     bg.add_argument(
         "--decoder",

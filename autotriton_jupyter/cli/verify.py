@@ -92,6 +92,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 from ..verify import Verifier, static
 
             with Verifier(options, on_event=progress) as v:
+                v.pool.on_event = progress  # the fork server's start, in this command's lines
                 if not args.tune:  # one candidate: one worker behind the reference's
                     v.pool.spares = 1
                 # The reference's worker first; the fork server then imports torch._dynamo
@@ -106,6 +107,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
             prestart.drop()  # one its Verifier did not take (it could not be built)
         global FAST_EXIT
         FAST_EXIT = True
+    if one_shot and not args.quiet and time.perf_counter() - _STARTED > HINT_AFTER_S:
+        _bytecode_hint()
     if one_shot and remote and not args.quiet:
         took = time.perf_counter() - _STARTED
         if took > HINT_AFTER_S and service.status() is None:  # (one running said why not)
@@ -126,6 +129,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if tuned is not None:
             print(tuned.summary())
     return {"pass": EXIT_PASS, "conditional": EXIT_CONDITIONAL}.get(report.verdict, EXIT_FAIL)
+
+
+def _bytecode_hint() -> None:
+    """A slow start from packages without their bytecode says so, and how to mend it."""
+    from .. import bytecode
+
+    folders = bytecode.missing()
+    if folders:
+        print(f"autotriton: {bytecode.hint(folders)}", file=sys.stderr, flush=True)
 
 
 def _tune(args: argparse.Namespace, cand: Any, report: Any, judge: Callable, progress: Callable) -> Any:

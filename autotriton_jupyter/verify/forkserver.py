@@ -14,6 +14,7 @@ and never runs task or candidate code itself. It obeys the judge over one Channe
                      {"event": "spawn_failed", "id", "error"}
                      {"event": "limit", "id", "kind", "message"}
                      {"event": "exited", "id", "status"}
+                     {"event": "preloaded", "seconds", "seeded"}: a preload is over
 
 Each spawn forks a keeper, which (when confined) enters new namespaces and forks the
 worker as their init; the keeper waits for it and reports its wait status. The server
@@ -404,6 +405,9 @@ class Server:
                 self._kill_tree(c)
                 _send(self.ctl, {"event": "limit", "id": c.id, "kind": kind, "message": why})
 
+    def preloaded(self, seconds: float) -> None:
+        _send(self.ctl, {"event": "preloaded", "seconds": seconds, "seeded": len(_TRITON_SEED)})
+
     def shutdown(self) -> None:
         for c in list(self.children.values()):
             if c.worker:
@@ -433,7 +437,7 @@ class Server:
                         if op == "kill":
                             self.kill(int(msg.get("id", -1)))
                         elif op == "preload":
-                            _preload(bool(msg.get("triton_seed")), self.confined)
+                            self.preloaded(_preload(bool(msg.get("triton_seed")), self.confined))
                         elif op == "stop":
                             return
                 elif fd in pipes:
@@ -449,7 +453,7 @@ def _stop_now() -> None:
     os._exit(75)
 
 
-def _preload(triton_seed: bool = False, confined: bool = False) -> None:
+def _preload(triton_seed: bool = False, confined: bool = False) -> float:
     """Import torch._dynamo here, once, for every worker forked after (worker.WorkerState.warm_up
     then has nothing left to do). Trusted code only, in this process: no candidate's
     worker runs while it imports (a CPU pool's server imports before its first fork; a
@@ -465,7 +469,9 @@ def _preload(triton_seed: bool = False, confined: bool = False) -> None:
 
     With triton_seed (a GPU pool), a child forked before any thread here builds the Triton
     cache that every later worker starts with, and a thread computes Triton's key of its
-    build, while this process imports; both are done before it forks again."""
+    build, while this process imports; both are done before it forks again. Returns how
+    long it took."""
+    t0 = time.perf_counter()
     seed = primer = None
     if triton_seed:
         from . import tritonwarm
@@ -492,6 +498,7 @@ def _preload(triton_seed: bool = False, confined: bool = False) -> None:
     if seed is not None:
         global _TRITON_SEED
         _TRITON_SEED = seed.files()
+    return time.perf_counter() - t0
 
 
 def main(argv: list[str]) -> int:
@@ -515,7 +522,7 @@ def main(argv: list[str]) -> int:
     _send(ctl, {"event": "ready", "import_s": import_s, "confine_error": error, "pid": os.getpid()})
     server = Server(ctl, confined, map_to)  # type: ignore[arg-type]
     if len(argv) > 4 and argv[4] == "preload":
-        _preload()  # after "ready": the judge's first request waits for it, not its start
+        server.preloaded(_preload())  # after "ready": the judge's first request waits for it, not its start
     try:
         server.loop()
     finally:

@@ -24,6 +24,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -340,7 +341,12 @@ class _Server:
     """The judge's handle on one fork server process (inside the sandbox, or not)."""
 
     def __init__(
-        self, workdir: Path, sandboxed: bool, start_timeout: float, launched: Launched | None = None
+        self,
+        workdir: Path,
+        sandboxed: bool,
+        start_timeout: float,
+        launched: Launched | None = None,
+        on_event: Callable[[str], None] | None = None,
     ) -> None:
         self.workdir = workdir
         self.sandboxed = sandboxed
@@ -352,6 +358,8 @@ class _Server:
         self._cond = threading.Condition()
         self._popen: subprocess.Popen | None = None
         self._log = workdir / "forkserver.log"
+        self.on_event = on_event
+        self._preloaded = False
         self._start(start_timeout, launched)
 
     def _start(self, timeout: float, launched: Launched | None) -> None:
@@ -381,9 +389,15 @@ class _Server:
                 f"({ready['confine_error']}). {bwrap.HOW_TO_FIX}"
             )
         self.import_s = float(ready.get("import_s", 0.0))
+        self._told("verifier: its fork server is ready, with torch imported")
         self.alive = True
         self._reader = threading.Thread(target=self._read, name="autotriton-forkserver-events", daemon=True)
         self._reader.start()
+
+    def _told(self, message: str) -> None:
+        if self.on_event is not None:
+            with contextlib.suppress(Exception):  # a progress line never stops the pool
+                self.on_event(message)
 
     def _log_tail(self) -> str:
         try:
@@ -402,6 +416,15 @@ class _Server:
                 break
             wid = msg.get("id")
             event = msg.get("event")
+            if event == "preloaded":
+                if not self._preloaded:  # (a CPU pool may ask twice: the second does nothing)
+                    self._preloaded = True
+                    self._told(
+                        f"verifier: torch._dynamo imported ahead for the next workers"
+                        f"{' and their Triton cache seeded' if msg.get('seeded') else ''} "
+                        f"({float(msg.get('seconds', 0.0)):.1f} s)"
+                    )
+                continue
             with self._cond:
                 if event in ("spawned", "spawn_failed"):
                     self._pending[wid] = {"event": event, "fds": fds, "error": msg.get("error", "")}
@@ -505,6 +528,9 @@ class Pool:
         self._server: _Server | None = None
         self._closed = False
         self.restarts = 0
+        # Told how the fork server's start and preload went (a progress line), if set
+        # before the server starts.
+        self.on_event: Callable[[str], None] | None = None
         self.limits = Limits(f"{os.getpid()}-{id(self):x}") if sandbox else None
         # CUDA's driver fails (error 304) in a pid namespace whose /proc it cannot see, and
         # the sandbox's /proc cannot be mounted again for each worker; GPU workers go
@@ -533,7 +559,9 @@ class Pool:
                     self._server.stop()
                     self.restarts += 1
                 launched, self._early = self._early, None
-                self._server = _Server(self.workdir, self.sandboxed, self.start_timeout, launched)
+                self._server = _Server(
+                    self.workdir, self.sandboxed, self.start_timeout, launched, self.on_event
+                )
                 if self.device == "cpu":
                     # Every worker imports torch._dynamo (worker.WorkerState.warm_up): on a CPU,
                     # where it costs each worker a second or two of the same few cores,
