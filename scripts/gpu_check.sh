@@ -66,13 +66,15 @@ if want bytecode; then
     # adds seconds to every figure below (docs/benchmarks.md, 2026-12-06 evening).
     echo "== bytecode of the packages this tool imports"
     "$PY" - <<'PYEOF'
-import subprocess, sys, time
+import importlib.util, os, subprocess, sys, time
 from autotriton_jupyter import bytecode
-folders = bytecode.missing(bytecode.PACKAGES + ("transformers", "networkx", "mpmath", "numpy"))
+names = (*bytecode.CHECKED, "transformers", "networkx", "mpmath", "numpy")
+folders = [os.path.dirname(s.origin) for s in map(importlib.util.find_spec, names) if s and s.origin]
 t0 = time.perf_counter()
-if folders:
-    subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0", *folders], stdout=subprocess.DEVNULL)
-print(f"compiled {len(folders)} packages in {time.perf_counter() - t0:.1f} s; still missing: {bytecode.missing()}")
+got = subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0", "-x", bytecode.SKIP, *folders],
+                     stdout=subprocess.DEVNULL)
+print(f"compileall of {len(folders)} packages: exit {got.returncode}, {time.perf_counter() - t0:.1f} s; "
+      f"still without bytecode: {bytecode.missing()}")
 PYEOF
 fi
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 
 from autotriton_jupyter.cli import main
 from autotriton_jupyter.model.generator import GenerationParams
@@ -109,8 +110,9 @@ def test_bench_finetune_and_generate_on_the_tiny_shape(capsys):
     assert g["cache_tokens"] == 512 + 40
     # --profile-first: each batch size's first run, profiled; the timed runs are not
     firsts = [x for x in g["runs"] if x["run"] != "timed"]
-    assert all("_token_steps" in x["profile"] for x in firsts)
-    assert not any("profile" in x for x in timed)
+    assert all("_token_steps" in x["profile"] and x["profiled"] for x in firsts)
+    assert not any("profile" in x or "profiled" in x for x in timed)
+    assert "first run, profiled" in g["text"] and sys.getprofile() is None
 
 
 def test_the_first_decode_compile_is_broken_down():

@@ -77,3 +77,26 @@ def test_start_for_reference_forks_one_worker_before_the_server_imports_dynamo(m
     assert len(pool._spare) == 1 and pool._starting == 0
     pool.start_for_reference()  # its one spare is there: nothing more is forked
     assert events == ["fork", "preload", "preload"]
+
+
+def test_a_pool_tells_once_when_its_server_is_ready_and_when_it_preloaded():
+    """The one-shot CLI's lines about the fork server (Pool.on_event), from a real CPU pool:
+    each once, even where the pool asks the server to preload twice."""
+    said: list[str] = []
+    pool = Pool("cpu", spares=0, sandbox=False)
+    pool.on_event = said.append
+    try:
+        pool.start_for_reference()
+        pool._fork_server().preload()  # asked again: nothing to do, nothing said
+        w = pool.acquire()
+        pool.release(w)
+        for _ in range(100):  # the lines are said on threads of their own
+            if sum("preloaded" in x for x in said) and sum("ready" in x for x in said):
+                break
+            time.sleep(0.05)
+        time.sleep(0.3)
+    finally:
+        pool.close()
+    assert sum("fork server is ready (torch imported in" in x for x in said) == 1, said
+    assert sum("torch._dynamo preloaded in the fork server" in x for x in said) == 1, said
+    assert said.index(next(x for x in said if "ready" in x)) == 0

@@ -5,6 +5,7 @@ is in tests/gpu/test_gpu_sandbox.py."""
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 
@@ -96,6 +97,19 @@ def test_the_fork_servers_preload_seeds_and_leaves_one_thread_and_no_child(monke
     forkserver._preload(triton_seed=True, confined=False)
     assert threading.active_count() == before  # the primer was joined before any fork
     assert os.path.join("KEY0", "k.cubin") in forkserver._TRITON_SEED
+
+
+def test_a_preload_says_what_it_did_and_nothing_when_there_was_nothing_to_do(monkeypatch):
+    monkeypatch.setattr(tritonwarm, "warm_up", _triton_like_warm_up)
+    monkeypatch.setattr(forkserver, "_TRITON_SEED", {})
+    import torch._dynamo  # noqa: F401
+
+    assert forkserver._preload() is None  # a CPU pool's second ask: no line for it
+    seconds, error = forkserver._preload(triton_seed=True, confined=False)
+    assert seconds > 0 and error == ""
+    monkeypatch.setitem(sys.modules, "torch._dynamo", None)  # its import now fails
+    seconds, error = forkserver._preload()
+    assert "torch._dynamo" in error and "Error" in error and seconds >= 0
 
 
 def test_a_primer_that_hangs_stops_the_fork_server_rather_than_fork_with_it(monkeypatch):

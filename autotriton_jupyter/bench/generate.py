@@ -80,31 +80,36 @@ def bench_generate(
             s0 = time.perf_counter()
             first = s0
             steps = 0
-            marks: list[tuple[str, float]] = []  # the first run's steps, for where it went
-            if gen.decoder is not None and label != "timed":
-                gen.decoder.on_compile = lambda m, marks=marks, s0=s0: marks.append(
-                    (m, time.perf_counter() - s0)
+            # The first run's steps, in seconds since its start: the decode step's compile
+            # begins (after the prefill) and ends, and the first tokens reach the host.
+            marks: list[tuple[str, float]] = []
+            first_run = label != "timed"
+            if gen.decoder is not None and first_run:
+                gen.decoder.on_compile = lambda _m, marks=marks, s0=s0: marks.append(
+                    ("compile_end" if marks else "compile_start", time.perf_counter() - s0)
                 )
             profiler = None
-            if profile_first and label != "timed":
-                import cProfile
+            try:
+                if profile_first and first_run:
+                    import cProfile
 
-                profiler = cProfile.Profile()
-                profiler.enable()
-            with torch.inference_mode():
-                for tok in gen._token_steps(prompt, budget, params):
-                    steps += 1
-                    tok.tolist()  # the per-token host read a streaming user pays for
-                    if steps <= 4 and label != "timed":
-                        marks.append((f"token {steps}", time.perf_counter() - s0))
-                    if steps == 1:
-                        first = time.perf_counter()
-                    if steps == new_tokens:
-                        break
-            if profiler is not None:
-                profiler.disable()
-            if gen.decoder is not None:
-                gen.decoder.on_compile = None
+                    profiler = cProfile.Profile()
+                    profiler.enable()
+                with torch.inference_mode():
+                    for tok in gen._token_steps(prompt, budget, params):
+                        steps += 1
+                        tok.tolist()  # the per-token host read a streaming user pays for
+                        if steps <= 4 and first_run:
+                            marks.append((f"token_{steps}", time.perf_counter() - s0))
+                        if steps == 1:
+                            first = time.perf_counter()
+                        if steps == new_tokens:
+                            break
+            finally:
+                if profiler is not None:
+                    profiler.disable()
+                if gen.decoder is not None:
+                    gen.decoder.on_compile = None
             if dev == "cuda":
                 torch.cuda.synchronize()
             end = time.perf_counter()
@@ -121,10 +126,9 @@ def bench_generate(
             }
             if label == "first (compiles)" and gen.decoder is not None and gen.decoder.compile_step:
                 run["compile"] = _compile_facts()
-                # seconds since the run's start: the compile's start and end (the prefill
-                # runs before it), then each of the first tokens read on the host
                 run["marks_s"] = {m: round(t, 3) for m, t in marks}
-            if profiler is not None:
+            if profiler is not None:  # (its seconds, marks and compile were measured under it)
+                run["profiled"] = True
                 run["profile"] = _top_calls(profiler)
             result["runs"].append(run)
             emit(
@@ -148,6 +152,11 @@ def bench_generate(
         f"  batch {r['batch']}: {r['tokens_per_s']:.1f} tok/s total with the prefill; "
         f"{r['decode_tokens_per_s'] or 0:.1f} tok/s decoding; first token {r['prefill_s']:.3f} s"
         for r in timed
+    ]
+    lines += [
+        f"  batch {r['batch']}'s first run, profiled ({r['seconds']:.2f} s under the profiler):\n{r['profile']}"
+        for r in result["runs"]
+        if "profile" in r
     ]
     result["text"] = "\n".join(lines)
     return result

@@ -105,7 +105,8 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
     bg.add_argument(
         "--profile-first",
         action="store_true",
-        help="add the Python calls of each batch size's first run (the compile), heaviest first",
+        help="add the Python calls of each batch size's first run, heaviest first (on CUDA that "
+        "run compiles the decode step; its seconds are then measured under the profiler)",
     )
     bg.add_argument(
         "--decoder",

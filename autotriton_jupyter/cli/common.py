@@ -15,12 +15,9 @@ def _progress(quiet: bool):
     """Progress lines on stderr, each with the seconds since the command started."""
 
     def emit(msg: str) -> None:
-        if not quiet:
-            print(
-                f"[autotriton {time.perf_counter() - _STARTED:5.1f}s] {msg}",
-                file=sys.stderr,
-                flush=True,
-            )
+        if not quiet:  # one write a line: lines come from several threads
+            sys.stderr.write(f"[autotriton {time.perf_counter() - _STARTED:5.1f}s] {msg}\n")
+            sys.stderr.flush()
 
     return emit
 

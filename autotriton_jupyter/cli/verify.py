@@ -107,7 +107,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             prestart.drop()  # one its Verifier did not take (it could not be built)
         global FAST_EXIT
         FAST_EXIT = True
-    if one_shot and not args.quiet and time.perf_counter() - _STARTED > HINT_AFTER_S:
+    if one_shot and not args.quiet:
         _bytecode_hint()
     if one_shot and remote and not args.quiet:
         took = time.perf_counter() - _STARTED
@@ -132,10 +132,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _bytecode_hint() -> None:
-    """A slow start from packages without their bytecode says so, and how to mend it."""
+    """A one-shot verify whose packages lack their bytecode (slow in every process) says
+    so, and how to mend it."""
     from .. import bytecode
 
-    folders = bytecode.missing()
+    try:
+        folders = bytecode.missing()
+    except Exception:  # an odd import finder: no hint, and the verdict still comes
+        return
     if folders:
         print(f"autotriton: {bytecode.hint(folders)}", file=sys.stderr, flush=True)
 

@@ -14,7 +14,8 @@ and never runs task or candidate code itself. It obeys the judge over one Channe
                      {"event": "spawn_failed", "id", "error"}
                      {"event": "limit", "id", "kind", "message"}
                      {"event": "exited", "id", "status"}
-                     {"event": "preloaded", "seconds", "seeded"}: a preload is over
+                     {"event": "preloaded", "seconds", "seeded", "error"}: a preload
+                       that had something to do is over ("error": why the import failed)
 
 Each spawn forks a keeper, which (when confined) enters new namespaces and forks the
 worker as their init; the keeper waits for it and reports its wait status. The server
@@ -27,6 +28,7 @@ loop stay together.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import select
@@ -40,7 +42,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from . import confine, wire
+_STARTED = time.perf_counter()  # before torch's import (by wire), for the "ready" message
+
+from . import confine, wire  # noqa: E402
 
 SCRATCH = "/tmp/scratch"  # each confined worker mounts its own private tmpfs here
 _TICK_S = 0.05
@@ -405,8 +409,15 @@ class Server:
                 self._kill_tree(c)
                 _send(self.ctl, {"event": "limit", "id": c.id, "kind": kind, "message": why})
 
-    def preloaded(self, seconds: float) -> None:
-        _send(self.ctl, {"event": "preloaded", "seconds": seconds, "seeded": len(_TRITON_SEED)})
+    def preloaded(self, done: tuple[float, str] | None) -> None:
+        """Tell the judge how a preload went (a progress line), unless it had nothing to do."""
+        if done is not None:
+            seconds, error = done
+            with contextlib.suppress(OSError):  # a judge gone meanwhile: the loop sees it
+                _send(
+                    self.ctl,
+                    {"event": "preloaded", "seconds": seconds, "seeded": len(_TRITON_SEED), "error": error},
+                )
 
     def shutdown(self) -> None:
         for c in list(self.children.values()):
@@ -453,7 +464,7 @@ def _stop_now() -> None:
     os._exit(75)
 
 
-def _preload(triton_seed: bool = False, confined: bool = False) -> float:
+def _preload(triton_seed: bool = False, confined: bool = False) -> tuple[float, str] | None:
     """Import torch._dynamo here, once, for every worker forked after (worker.WorkerState.warm_up
     then has nothing left to do). Trusted code only, in this process: no candidate's
     worker runs while it imports (a CPU pool's server imports before its first fork; a
@@ -470,8 +481,12 @@ def _preload(triton_seed: bool = False, confined: bool = False) -> float:
     With triton_seed (a GPU pool), a child forked before any thread here builds the Triton
     cache that every later worker starts with, and a thread computes Triton's key of its
     build, while this process imports; both are done before it forks again. Returns how
-    long it took."""
+    long it took and why the import failed (""), or None when there was nothing to do (a
+    CPU pool's server asked again)."""
+    if sys.modules.get("torch._dynamo") is not None and not triton_seed:
+        return None
     t0 = time.perf_counter()
+    error = ""
     seed = primer = None
     if triton_seed:
         from . import tritonwarm
@@ -487,7 +502,8 @@ def _preload(triton_seed: bool = False, confined: bool = False) -> float:
     try:
         import torch._dynamo  # noqa: F401
     except Exception as e:  # each worker imports it on its own, as without this
-        print(f"autotriton: torch._dynamo could not be imported ahead: {e}", file=sys.stderr, flush=True)
+        error = f"{type(e).__name__}: {e}"
+        print(f"autotriton: torch._dynamo could not be imported ahead: {error}", file=sys.stderr, flush=True)
     if primer is not None:
         primer.join(_PRIME_S)
         if primer.is_alive():  # never fork with a thread running: the pool starts another server
@@ -498,7 +514,7 @@ def _preload(triton_seed: bool = False, confined: bool = False) -> float:
     if seed is not None:
         global _TRITON_SEED
         _TRITON_SEED = seed.files()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, error
 
 
 def main(argv: list[str]) -> int:
@@ -511,10 +527,9 @@ def main(argv: list[str]) -> int:
             confine.die_with_parent()
     except OSError:
         pass
-    t0 = time.perf_counter()
     from . import worker  # noqa: F401  (preloads torch and triton for every fork)
 
-    import_s = time.perf_counter() - t0
+    import_s = time.perf_counter() - _STARTED  # torch's import included
     error = None
     if confined:
         os.makedirs(SCRATCH, exist_ok=True)

@@ -337,6 +337,20 @@ class Worker:
             limits.remove(name)
 
 
+def _ready_line(ready: dict[str, Any]) -> str:
+    return f"verifier: the workers' fork server is ready (torch imported in {float(ready.get('import_s', 0.0)):.1f} s)"
+
+
+def _preloaded_line(msg: dict[str, Any]) -> str:
+    if msg.get("error"):
+        return (
+            f"verifier: torch._dynamo could not be imported ahead ({str(msg['error'])[:200]}); "
+            "each worker imports it itself"
+        )
+    seeded = ", and the later workers' Triton cache seeded" if msg.get("seeded") else ""
+    return f"verifier: torch._dynamo preloaded in the fork server{seeded} ({float(msg.get('seconds', 0.0)):.1f} s)"
+
+
 class _Server:
     """The judge's handle on one fork server process (inside the sandbox, or not)."""
 
@@ -359,7 +373,6 @@ class _Server:
         self._popen: subprocess.Popen | None = None
         self._log = workdir / "forkserver.log"
         self.on_event = on_event
-        self._preloaded = False
         self._start(start_timeout, launched)
 
     def _start(self, timeout: float, launched: Launched | None) -> None:
@@ -389,15 +402,24 @@ class _Server:
                 f"({ready['confine_error']}). {bwrap.HOW_TO_FIX}"
             )
         self.import_s = float(ready.get("import_s", 0.0))
-        self._told("verifier: its fork server is ready, with torch imported")
+        self._told(_ready_line, ready)
         self.alive = True
         self._reader = threading.Thread(target=self._read, name="autotriton-forkserver-events", daemon=True)
         self._reader.start()
 
-    def _told(self, message: str) -> None:
-        if self.on_event is not None:
+    def _told(self, line: Callable[[dict[str, Any]], str], msg: dict[str, Any]) -> None:
+        """A progress line about the server, said on a thread of its own: a slow or failing
+        listener never holds up the events of the workers (this runs on their reader)."""
+        listener = self.on_event
+        if listener is None:
+            return
+
+        def tell() -> None:
             with contextlib.suppress(Exception):  # a progress line never stops the pool
-                self.on_event(message)
+                listener(line(msg))
+
+        with contextlib.suppress(RuntimeError):  # no thread to be had: no line
+            threading.Thread(target=tell, name="autotriton-forkserver-line", daemon=True).start()
 
     def _log_tail(self) -> str:
         try:
@@ -417,13 +439,9 @@ class _Server:
             wid = msg.get("id")
             event = msg.get("event")
             if event == "preloaded":
-                if not self._preloaded:  # (a CPU pool may ask twice: the second does nothing)
-                    self._preloaded = True
-                    self._told(
-                        f"verifier: torch._dynamo imported ahead for the next workers"
-                        f"{' and their Triton cache seeded' if msg.get('seeded') else ''} "
-                        f"({float(msg.get('seconds', 0.0)):.1f} s)"
-                    )
+                self._told(_preloaded_line, msg)
+                for fd in fds:
+                    os.close(fd)
                 continue
             with self._cond:
                 if event in ("spawned", "spawn_failed"):
