@@ -239,6 +239,30 @@ def test_sigterm_stops_the_service_as_verifier_stop_does(env):
     assert cli(env, "verifier", "status").returncode == 1
 
 
+def test_stop_says_how_many_verifies_it_let_finish(env):
+    assert cli(env, "verifier", "start", "--device", "cpu", "--idle", "5").returncode == 0
+    assert cli(env, "verifier", "stop").stdout.strip() == "verifier service stopped"  # none under way
+    assert cli(env, "verifier", "start", "--device", "cpu", "--idle", "5").returncode == 0
+    slow = subprocess.Popen(
+        [sys.executable, "-m", "autotriton_jupyter", "verify", "--json",
+         str(ROOT / "examples/tasks/softmax.py"), str(ROOT / "examples/candidates/softmax/rowwise.py")],
+        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and (service.status() or {}).get("active", 0) == 0:
+            assert slow.poll() is None, slow.communicate()
+            time.sleep(0.05)
+        stopped = cli(env, "verifier", "stop")
+        assert stopped.stdout.strip() == "verifier service stopped (1 verify under way finished first)"
+        out, err = slow.communicate(timeout=600)
+    finally:
+        if slow.poll() is None:
+            slow.kill()
+    assert slow.returncode == 0 and json.loads(out)["verdict"] == "pass", err[-2000:]
+    assert "verified by the verifier service" in " ".join(json.loads(out)["notes"])
+
+
 def _running(pid: int) -> bool:
     try:
         os.kill(pid, 0)

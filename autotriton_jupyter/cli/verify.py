@@ -218,11 +218,16 @@ def cmd_verifier(args: argparse.Namespace) -> int:
             else:
                 print(f"verifier service ready: {_service_line(got)}")
         elif args.what == "stop":
-            print(
-                "verifier service stopped (verifies under way were finished first)"
-                if service.stop(on_event=_progress(getattr(args, "quiet", False)))
-                else "no verifier service is running"
-            )
+            finished = service.stop(on_event=_progress(getattr(args, "quiet", False)))
+            if finished is None:
+                print("no verifier service is running")
+            elif finished:
+                print(
+                    f"verifier service stopped ({finished} verif{'y' if finished == 1 else 'ies'} "
+                    "under way finished first)"
+                )
+            else:
+                print("verifier service stopped")
         else:
             got = service.status()
             if got is None:

@@ -298,17 +298,19 @@ def _await_start(proc: subprocess.Popen, log: Path, start_at: int, wait_s: float
     raise ServiceError(f"the verifier service did not answer within {wait_s:g} s; see {log}")
 
 
-def stop(wait_s: float = 600.0, on_event: Callable[[str], None] | None = None) -> bool:
+def stop(wait_s: float = 600.0, on_event: Callable[[str], None] | None = None) -> int | None:
     """Ask the running service to stop and wait until it is gone (it first finishes the
-    verifies it is running, and says so through `on_event` after a second); False when
-    none runs."""
+    verifies it is running, and says so through `on_event` after a second). Returns how
+    many verifies were running when it was asked, or None when none runs."""
     conn = _connect()
     if conn is None:
-        return False
+        return None
+    running = 0
     with conn:
         _send(conn, {"op": "stop"})
-        for _ in _lines(conn):
-            pass
+        for reply in _lines(conn):
+            if isinstance(reply, dict) and isinstance(reply.get("active"), int):
+                running = reply["active"]
     t0 = time.monotonic()
     told = False
     while time.monotonic() - t0 < wait_s and socket_path().exists():
@@ -316,7 +318,7 @@ def stop(wait_s: float = 600.0, on_event: Callable[[str], None] | None = None) -
             on_event("the verifier service finishes the verifies under way before it stops")
             told = True
         time.sleep(0.1)
-    return True
+    return running
 
 
 # the service -----------------------------------------------------------------------------
@@ -379,7 +381,9 @@ class _Service:
                 _send(conn, self.describe())
             elif msg.get("op") == "stop":
                 self.stopping.set()
-                _send(conn, {"stopping": True})
+                with self.lock:
+                    running = self.active
+                _send(conn, {"stopping": True, "active": running})
             elif msg.get("op") == "verify":
                 with self.lock:
                     self.active += 1
