@@ -21,6 +21,9 @@ def test_a_package_with_a_checked_module_lacking_its_pyc_is_found(tmp_path, monk
     pkg = _package(tmp_path, "pkg_without_pyc", ["__init__.py", "deep/mod.py"])
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(bytecode, "CHECKED", {"pkg_without_pyc": ("__init__.py", "deep/mod.py"), "no_such_pkg": ("__init__.py",)})
+    # The judge's own bytecode may live elsewhere; the sandboxed processes look beside
+    # the sources, and so does the check.
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "elsewhere"))
     monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path / "elsewhere"))
     importlib.invalidate_caches()
     assert bytecode.missing() == [str(pkg)]

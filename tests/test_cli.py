@@ -232,3 +232,12 @@ def test_the_program_ends_at_once_after_a_one_shot_verify_with_its_whole_answer(
     assert out.returncode == 0, out.stderr
     lines = [x for x in out.stdout.splitlines() if x.strip()]
     assert len(lines) == 1 and json.loads(lines[0])["verdict"] == "pass"
+
+
+def test_progress_lines_are_one_write_each_and_need_no_stderr(monkeypatch, capsys):
+    from autotriton_jupyter.cli.common import _progress
+
+    _progress(False)("a line")
+    assert capsys.readouterr().err.endswith("] a line\n")
+    monkeypatch.setattr(sys, "stderr", None)  # started with stderr closed (2>&-)
+    _progress(False)("said to no one")

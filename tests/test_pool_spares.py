@@ -100,3 +100,22 @@ def test_a_pool_tells_once_when_its_server_is_ready_and_when_it_preloaded():
     assert sum("fork server is ready (torch imported in" in x for x in said) == 1, said
     assert sum("torch._dynamo preloaded in the fork server" in x for x in said) == 1, said
     assert said.index(next(x for x in said if "ready" in x)) == 0
+
+
+def test_a_listener_that_never_returns_holds_up_no_worker():
+    """The server's lines reach a listener on threads of their own: one stuck (a stderr
+    nobody reads) does not stop the events of the workers (their start, their end)."""
+    stuck = threading.Event()
+    pool = Pool("cpu", spares=0, sandbox=False, start_timeout=20)
+    pool.on_event = lambda _line: stuck.wait(60) if "preloaded" in _line else None
+    try:
+        pool.start_for_reference()
+        t0 = time.monotonic()
+        w = pool.acquire()
+        pool.release(w)
+        w = pool.acquire()  # a second fork: the events of the first were read meanwhile
+        pool.release(w)
+        assert time.monotonic() - t0 < 20
+    finally:
+        stuck.set()
+        pool.close()

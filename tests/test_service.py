@@ -239,7 +239,9 @@ def test_sigterm_stops_the_service_as_verifier_stop_does(env):
     assert cli(env, "verifier", "status").returncode == 1
 
 
-def test_stop_says_how_many_verifies_it_let_finish(env):
+def test_stop_says_how_many_verifies_it_let_finish(env, capsys):
+    from autotriton_jupyter.cli import main
+
     assert cli(env, "verifier", "start", "--device", "cpu", "--idle", "5").returncode == 0
     assert cli(env, "verifier", "stop").stdout.strip() == "verifier service stopped"  # none under way
     assert cli(env, "verifier", "start", "--device", "cpu", "--idle", "5").returncode == 0
@@ -253,14 +255,36 @@ def test_stop_says_how_many_verifies_it_let_finish(env):
         while time.monotonic() < deadline and (service.status() or {}).get("active", 0) == 0:
             assert slow.poll() is None, slow.communicate()
             time.sleep(0.05)
-        stopped = cli(env, "verifier", "stop")
-        assert stopped.stdout.strip() == "verifier service stopped (1 verify under way finished first)"
+        assert main(["verifier", "stop"]) == 0  # in this process: asked within milliseconds
+        said = capsys.readouterr().out.strip()
+        assert said == "verifier service stopped (1 verify under way finished first)"
         out, err = slow.communicate(timeout=600)
     finally:
         if slow.poll() is None:
             slow.kill()
     assert slow.returncode == 0 and json.loads(out)["verdict"] == "pass", err[-2000:]
     assert "verified by the verifier service" in " ".join(json.loads(out)["notes"])
+
+
+def test_a_service_that_does_not_stop_in_time_is_an_error_not_stopped(tmp_path, monkeypatch):
+    import socket
+    import threading
+
+    ours, theirs = socket.socketpair()
+    sock = tmp_path / "verifier.sock"
+    sock.touch()  # it stays: the service never goes
+
+    def service_side() -> None:
+        with theirs:
+            theirs.recv(1 << 16)  # the stop request
+            theirs.sendall(json.dumps({"stopping": True, "active": 2}).encode() + b"\n")
+
+    threading.Thread(target=service_side, daemon=True).start()
+    monkeypatch.setattr(service, "_connect", lambda: ours)
+    monkeypatch.setattr(service, "socket_path", lambda: sock)
+    monkeypatch.setattr(service, "folder", lambda: tmp_path)
+    with pytest.raises(service.ServiceError, match="still runs after 0.3 s .verifies under way when asked: 2"):
+        service.stop(wait_s=0.3)
 
 
 def _running(pid: int) -> bool:

@@ -102,14 +102,17 @@ def test_the_fork_servers_preload_seeds_and_leaves_one_thread_and_no_child(monke
 def test_a_preload_says_what_it_did_and_nothing_when_there_was_nothing_to_do(monkeypatch):
     monkeypatch.setattr(tritonwarm, "warm_up", _triton_like_warm_up)
     monkeypatch.setattr(forkserver, "_TRITON_SEED", {})
-    import torch._dynamo  # noqa: F401
-
+    monkeypatch.setattr(forkserver, "_DYNAMO_TRIED", False)
+    seconds, error = forkserver._preload()
+    assert seconds >= 0 and error == ""
     assert forkserver._preload() is None  # a CPU pool's second ask: no line for it
-    seconds, error = forkserver._preload(triton_seed=True, confined=False)
-    assert seconds > 0 and error == ""
+    seconds, error = forkserver._preload(triton_seed=True, confined=False)  # a seed is still made
+    assert seconds > 0 and error == "" and forkserver._TRITON_SEED
+    monkeypatch.setattr(forkserver, "_DYNAMO_TRIED", False)
     monkeypatch.setitem(sys.modules, "torch._dynamo", None)  # its import now fails
     seconds, error = forkserver._preload()
     assert "torch._dynamo" in error and "Error" in error and seconds >= 0
+    assert forkserver._preload() is None  # failed once: not tried (nor said) again
 
 
 def test_a_primer_that_hangs_stops_the_fork_server_rather_than_fork_with_it(monkeypatch):

@@ -15,9 +15,11 @@ def _progress(quiet: bool):
     """Progress lines on stderr, each with the seconds since the command started."""
 
     def emit(msg: str) -> None:
-        if not quiet:  # one write a line: lines come from several threads
-            sys.stderr.write(f"[autotriton {time.perf_counter() - _STARTED:5.1f}s] {msg}\n")
-            sys.stderr.flush()
+        err = sys.stderr
+        if not quiet and err is not None:  # (None: started with stderr closed)
+            # one write a line: lines come from several threads
+            err.write(f"[autotriton {time.perf_counter() - _STARTED:5.1f}s] {msg}\n")
+            err.flush()
 
     return emit
 

@@ -416,7 +416,7 @@ class Server:
             with contextlib.suppress(OSError):  # a judge gone meanwhile: the loop sees it
                 _send(
                     self.ctl,
-                    {"event": "preloaded", "seconds": seconds, "seeded": len(_TRITON_SEED), "error": error},
+                    {"event": "preloaded", "seconds": seconds, "seeded": len(_TRITON_SEED), "error": error[:500]},
                 )
 
     def shutdown(self) -> None:
@@ -457,6 +457,7 @@ class Server:
 
 
 _TRITON_SEED: dict[str, bytes] = {}  # what every worker forked after its preload finds in its cache
+_DYNAMO_TRIED = False  # a preload asked again (a CPU pool may) has nothing more to do
 _PRIME_S = 120.0  # the longest wait for tritonwarm.prime's thread
 
 
@@ -483,8 +484,10 @@ def _preload(triton_seed: bool = False, confined: bool = False) -> tuple[float, 
     build, while this process imports; both are done before it forks again. Returns how
     long it took and why the import failed (""), or None when there was nothing to do (a
     CPU pool's server asked again)."""
-    if sys.modules.get("torch._dynamo") is not None and not triton_seed:
-        return None
+    global _DYNAMO_TRIED
+    if _DYNAMO_TRIED and not triton_seed:
+        return None  # done, or failed (each worker then imports it itself): not again
+    _DYNAMO_TRIED = True
     t0 = time.perf_counter()
     error = ""
     seed = primer = None

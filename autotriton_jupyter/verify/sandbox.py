@@ -402,14 +402,16 @@ class _Server:
                 f"({ready['confine_error']}). {bwrap.HOW_TO_FIX}"
             )
         self.import_s = float(ready.get("import_s", 0.0))
-        self._told(_ready_line, ready)
+        self._told(_ready_line, ready, on_a_thread=False)  # before any line of the reader's
         self.alive = True
         self._reader = threading.Thread(target=self._read, name="autotriton-forkserver-events", daemon=True)
         self._reader.start()
 
-    def _told(self, line: Callable[[dict[str, Any]], str], msg: dict[str, Any]) -> None:
-        """A progress line about the server, said on a thread of its own: a slow or failing
-        listener never holds up the events of the workers (this runs on their reader)."""
+    def _told(
+        self, line: Callable[[dict[str, Any]], str], msg: dict[str, Any], on_a_thread: bool = True
+    ) -> None:
+        """A progress line about the server. From the reader, on a thread of its own: a slow
+        or failing listener never holds up the workers' events."""
         listener = self.on_event
         if listener is None:
             return
@@ -418,6 +420,9 @@ class _Server:
             with contextlib.suppress(Exception):  # a progress line never stops the pool
                 listener(line(msg))
 
+        if not on_a_thread:
+            tell()
+            return
         with contextlib.suppress(RuntimeError):  # no thread to be had: no line
             threading.Thread(target=tell, name="autotriton-forkserver-line", daemon=True).start()
 
@@ -436,34 +441,41 @@ class _Server:
                 msg = wire.decode(data)
             except (EOFError, OSError, wire.WireError):
                 break
-            wid = msg.get("id")
-            event = msg.get("event")
-            if event == "preloaded":
-                self._told(_preloaded_line, msg)
+            try:
+                kept = self._on(msg, fds)
+            except (AttributeError, TypeError, ValueError):  # a malformed message: dropped
+                kept = False
+            if not kept:
                 for fd in fds:
                     os.close(fd)
-                continue
-            with self._cond:
-                if event in ("spawned", "spawn_failed"):
-                    self._pending[wid] = {"event": event, "fds": fds, "error": msg.get("error", "")}
-                    self._cond.notify_all()
-                    continue
-                proc = self._procs.get(wid)
-                if proc is None:
-                    continue
-                if event == "limit":
-                    proc.limit = (str(msg.get("kind", "limit")), str(msg.get("message", "")))
-                elif event == "exited":
-                    proc.status = int(msg.get("status", 0))
-                    proc.ended.set()
-                    self._procs.pop(wid, None)
-            for fd in fds:
-                os.close(fd)
         with self._cond:
             self.alive = False
             for proc in self._procs.values():
                 proc.ended.set()
             self._cond.notify_all()
+
+    def _on(self, msg: dict[str, Any], fds: list[int]) -> bool:
+        """One event of the server's; True when its descriptors were handed on."""
+        wid = msg.get("id")
+        event = msg.get("event")
+        if event == "preloaded":
+            self._told(_preloaded_line, msg)
+            return False
+        with self._cond:
+            if event in ("spawned", "spawn_failed"):
+                self._pending[wid] = {"event": event, "fds": fds, "error": msg.get("error", "")}
+                self._cond.notify_all()
+                return True
+            proc = self._procs.get(wid)
+            if proc is None:
+                return False
+            if event == "limit":
+                proc.limit = (str(msg.get("kind", "limit")), str(msg.get("message", "")))
+            elif event == "exited":
+                proc.status = int(msg.get("status", 0))
+                proc.ended.set()
+                self._procs.pop(wid, None)
+        return False
 
     def spawn(self, wid: int, request: dict[str, Any], fds: list[int], timeout: float) -> _Process:
         """Ask for a worker; its pidfd when it has been forked."""

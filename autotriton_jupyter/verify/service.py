@@ -301,7 +301,8 @@ def _await_start(proc: subprocess.Popen, log: Path, start_at: int, wait_s: float
 def stop(wait_s: float = 600.0, on_event: Callable[[str], None] | None = None) -> int | None:
     """Ask the running service to stop and wait until it is gone (it first finishes the
     verifies it is running, and says so through `on_event` after a second). Returns how
-    many verifies were running when it was asked, or None when none runs."""
+    many verifies were running when it was asked, or None when none runs; raises
+    ServiceError when it is still there after wait_s."""
     conn = _connect()
     if conn is None:
         return None
@@ -318,6 +319,11 @@ def stop(wait_s: float = 600.0, on_event: Callable[[str], None] | None = None) -
             on_event("the verifier service finishes the verifies under way before it stops")
             told = True
         time.sleep(0.1)
+    if socket_path().exists():
+        raise ServiceError(
+            f"the verifier service was asked to stop but still runs after {wait_s:g} s "
+            f"(verifies under way when asked: {running}); its log is {folder() / 'verifier.log'}"
+        )
     return running
 
 
