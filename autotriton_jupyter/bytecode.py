@@ -4,8 +4,9 @@ Without a kept .pyc, Python compiles a module's source every time a process impo
 a package installed with `pip install --no-compile`, or an image built with
 PYTHONDONTWRITEBYTECODE=1, pays it in every process. torch, sympy and triton are about
 3,800 modules. On an H100 host of ours (docs/benchmarks.md), importing torch took 3.8-3.9 s
-without their bytecode and 1.4 s with it, torch._dynamo after it 4.0-4.6 s and 0.9 s; a
-one-shot verify starts three processes that import torch.
+without their bytecode and 1.4 s with it, torch._dynamo after it 4.0-4.6 s and 0.9 s. A
+one-shot verify imports torch twice (the command, and its fork server), and each worker
+imports more after its fork.
 """
 
 from __future__ import annotations
