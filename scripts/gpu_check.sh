@@ -58,6 +58,7 @@ AT="$PY -m autotriton_jupyter"
 } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 show() { "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['text'])" "$1"; }
+since() { "$PY" -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 2))" "$(date +%s.%N)" "$1"; }
 want() { [[ ",$WHAT," == *",$1,"* ]]; }
 
 if want bytecode; then
@@ -117,7 +118,7 @@ PYEOF
         timeout 100 $AT verify examples/gpu_tasks/softmax.py examples/candidates/softmax/$cand.py --json \
             > "$OUT/oneshot-$cand.json" 2> "$OUT/oneshot-$cand.log"
         code=$?
-        echo "verify $cand: exit $code, $("$PY" -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 2))" "$(date +%s.%N)" "$s0") s"
+        echo "verify $cand: exit $code, $(since "$s0") s"
         cut -c1-150 "$OUT/oneshot-$cand.log" | grep -v "started its own verifier" | tail -14
         "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['verdict'], {k: round(v, 2) for k, v in d['seconds'].items()})" "$OUT/oneshot-$cand.json"
     done
@@ -217,7 +218,7 @@ if want latency; then
             timeout 100 $AT verify examples/gpu_tasks/softmax.py examples/candidates/softmax/$cand.py --json \
                 > "$OUT/cli-$pass-$cand.json" 2> "$OUT/cli-$pass-$cand.log"
             code=$?
-            echo "verify $cand: exit $code, $("$PY" -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 2))" "$(date +%s.%N)" "$s0") s"
+            echo "verify $cand: exit $code, $(since "$s0") s"
             cut -c1-150 "$OUT/cli-$pass-$cand.log" | tail -12
             "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['verdict'], d['reasons'][:2], d['seconds'])" "$OUT/cli-$pass-$cand.json"
         done
@@ -225,14 +226,14 @@ if want latency; then
     echo "== the CLI's quick path: autotriton verifier start, then each pair twice (the first pays the reference)"
     s0=$(date +%s.%N)
     timeout 120 $AT verifier start -q > "$OUT/service-start.log" 2>&1
-    echo "verifier start: exit $?, $("$PY" -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 2))" "$(date +%s.%N)" "$s0") s"
+    echo "verifier start: exit $?, $(since "$s0") s"
     for round in 1 2; do
         for cand in wrong_axis rowwise; do
             s0=$(date +%s.%N)
             timeout 100 $AT verify examples/gpu_tasks/softmax.py examples/candidates/softmax/$cand.py --json \
                 > "$OUT/svc-$round-$cand.json" 2> "$OUT/svc-$round-$cand.log"
             code=$?
-            echo "service verify $cand ($round): exit $code, $("$PY" -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 2))" "$(date +%s.%N)" "$s0") s"
+            echo "service verify $cand ($round): exit $code, $(since "$s0") s"
             "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['verdict'], d['reasons'][:2], {k: round(v, 2) for k, v in d['seconds'].items()})" "$OUT/svc-$round-$cand.json"
         done
     done

@@ -124,7 +124,7 @@ def bench_generate(
                 # after the first token: decode steps alone, the rate of a long answer
                 "decode_tokens_per_s": (steps - 1) * b / (end - first) if end > first else None,
             }
-            if label == "first (compiles)" and gen.decoder is not None and gen.decoder.compile_step:
+            if first_run and gen.decoder is not None and gen.decoder.compile_step:
                 run["compile"] = _compile_facts()
                 run["marks_s"] = {m: round(t, 3) for m, t in marks}
             if profiler is not None:  # (its seconds, marks and compile were measured under it)
