@@ -118,7 +118,10 @@ PYEOF
         timeout 100 $AT verify examples/gpu_tasks/softmax.py examples/candidates/softmax/$cand.py --json \
             > "$OUT/oneshot-$cand.json" 2> "$OUT/oneshot-$cand.log"
         code=$?
-        echo "verify $cand: exit $code, $(since "$s0") s"
+        took=$(since "$s0")
+        # Its answer's last write (the file's time) against its exit: the process's end.
+        wrote=$("$PY" -c "import os,sys; print(f'{os.stat(sys.argv[1]).st_mtime - float(sys.argv[2]):.2f}')" "$OUT/oneshot-$cand.json" "$s0")
+        echo "verify $cand: exit $code, $took s (its answer written at $wrote s)"
         cut -c1-150 "$OUT/oneshot-$cand.log" | grep -v "started its own verifier" | tail -14
         "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['verdict'], {k: round(v, 2) for k, v in d['seconds'].items()})" "$OUT/oneshot-$cand.json"
     done

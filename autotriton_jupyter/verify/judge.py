@@ -24,6 +24,7 @@ from typing import Any
 from ..task import Candidate, Task, TaskError, arity, parse_source, signature
 from . import fingerprint, static
 from .checks import Comparison, compare
+from .firstrun import FirstRun
 from .options import VerifyOptions
 from .reference import (
     INIT_INT_SET,
@@ -42,6 +43,8 @@ from .timed import REPLY_SLACK, TimedChecks, _check_kept, _check_prints, _fmt_op
 
 EventSink = Callable[[str], None]
 
+# Where a candidate's runs spent their time (Report.seconds), added up over the parts.
+_RUN_SPENT = ("runs_add_sets", "runs_in_worker", "runs_messages", "runs_compare")
 RETRIES_WHEN_LOST = 2  # runs of a candidate whose worker died with the fork server
 # The check a worker's reported error belongs to, by the step that was running.
 STEP_CHECKS = {"load_candidate": "load", "add_sets": "runs", "run": "runs", "time_candidate": "timing"}
@@ -168,13 +171,12 @@ def _plan(ref: Reference) -> list[dict]:
     """The runs every candidate of a task gets: each input set in its own slot, the repeat
     and refill runs, then the late calls (their number drawn anew for each candidate)."""
     n = len(ref.sets)
-    inits = [x["label"] for x in ref.sets if "init" in x]
     plan = [
         {
             "set": i,
             "slot": i,
             "kind": "judge-made" if _made_by_judge(s["label"]) else "fresh",
-            **({"model": 1 + inits.index(s["label"])} if "init" in s else {}),
+            **({"model": s["model"]} if "model" in s else {}),
         }
         for i, s in enumerate(ref.sets)
     ]
@@ -188,14 +190,16 @@ def _plan(ref: Reference) -> list[dict]:
 
 
 def _plan_parts(ref: Reference, plan: list[dict], device: str) -> list[list[int]]:
-    """The plan's runs grouped into messages: on a GPU as many as fit PART_BYTES of inputs
-    and outputs, on the CPU one each (the interpreter takes seconds a call: progress shows);
-    the late calls last, on their own."""
+    """The plan's runs grouped into messages: the first input set on its own (a candidate
+    can run it while the reference draws the others: firstrun.py), then on a GPU as many as
+    fit PART_BYTES of inputs and outputs, on the CPU one each (the interpreter takes seconds
+    a call: progress shows); the late calls last, on their own."""
     cost = [
         _nbytes(ref.sets[p["set"]]["outputs"]) + _nbytes(ref.sets[p["set"]]["inputs"])
         for p in plan
     ]
-    return _parts(cost[:-1], PART_BYTES if device == "cuda" else 0) + [[len(plan) - 1]]
+    rest = _parts(cost[1:-1], PART_BYTES if device == "cuda" else 0)
+    return [[0]] + [[i + 1 for i in part] for part in rest] + [[len(plan) - 1]]
 
 
 def _set_ranges(plan: list[dict], parts: list[list[int]]) -> list[tuple[int, int] | None]:
@@ -371,18 +375,32 @@ class Verifier(ReferencePrep, TimedChecks):
         r.notes.extend(lint.notes)
         if not r.failed():
             t_ref = time.perf_counter()
+            # Where this verify runs the reference, the candidate starts on its first input
+            # set meanwhile (firstrun.py), unless its signature already fails it.
+            ahead = Report()
+            self._signature(task, candidate, ahead)
+            first = (
+                FirstRun(self.pool, lambda ref, run: self._first_part(ref, candidate, r, run))
+                if not ahead.failed()
+                else None
+            )
             # A reference that cannot run is the caller's error. Held until this candidate
             # is judged: other tasks cannot push it out from under it meanwhile.
-            ref = self.prepare(task, hold=True)
             try:
-                r.seconds["reference"] = time.perf_counter() - t_ref
-                if ref.prepared_at >= t_ref:  # this report waited for it: where that went
-                    r.seconds.update({f"reference_{k}": v for k, v in ref.prep_seconds.items()})
-                self._signature(task, candidate, r)
-                if not r.failed():
-                    return self._against(ref, candidate, r, before_timing, t0)
+                ref = self.prepare(task, hold=True, first_set=first.start if first else None)
+                try:
+                    r.seconds["reference"] = time.perf_counter() - t_ref
+                    if ref.prepared_at >= t_ref:  # this report waited for it: where that went
+                        r.seconds.update({f"reference_{k}": v for k, v in ref.prep_seconds.items()})
+                    self._signature(task, candidate, r)
+                    if not r.failed():
+                        begun = first if first is not None and first.started else None
+                        return self._against(ref, candidate, r, before_timing, t0, begun)
+                finally:
+                    self.drop(ref)
             finally:
-                self.drop(ref)
+                if first is not None:
+                    first.cancel()  # the worker it holds, if the judge took none
         r.seconds["total"] = time.perf_counter() - t0
         return r.finish(o.strict)
 
@@ -393,8 +411,10 @@ class Verifier(ReferencePrep, TimedChecks):
         r: Report,
         before_timing: Callable[[Report], bool] | None,
         t0: float,
+        first: FirstRun | None = None,
     ) -> Report:
-        """The candidate judged against the reference, once the lint passed."""
+        """The candidate judged against the reference, once the lint passed; `first`: its
+        load and first part, started while the reference ran."""
         o = self.options
         r.add("lint", PASS)
         r.notes.extend(ref.notes)
@@ -406,9 +426,8 @@ class Verifier(ReferencePrep, TimedChecks):
                 f"atol {o.atol:g}, so correctness cannot be judged; lower --atol or use inputs "
                 "that give larger outputs.",
             )
-        self.on_event(
-            f"{r.candidate}: running in a {'sandboxed' if self.pool.sandboxed else 'separate (unsandboxed)'} worker"
-        )
+        if first is None:
+            self._say_running(r)
         w0 = time.perf_counter()
         w = None
 
@@ -419,10 +438,15 @@ class Verifier(ReferencePrep, TimedChecks):
                 w = None
 
         try:
-            w = self.pool.acquire()
-            r.seconds["worker_wait"] = time.perf_counter() - w0
+            begun = None
+            if first is None:
+                w = self.pool.acquire()
+                r.seconds["worker_wait"] = time.perf_counter() - w0
+            else:
+                w, begun = first.take()
+                r.seconds["worker_wait"] = begun["worker_wait"]
             r.seconds["worker_init"] = float((w.ready or {}).get("init_s", 0.0))
-            self._judge(ref, candidate, w, r, before_timing, release)
+            self._judge(ref, candidate, w, r, before_timing, release, begun)
         except WorkerFailure as f:
             name = STEP_CHECKS.get(f.op, f.op or "runs") if f.kind == "error" else f.kind
             r.add(name, FAIL, f.message)
@@ -494,9 +518,11 @@ class Verifier(ReferencePrep, TimedChecks):
         r: Report,
         before_timing: Callable[[Report], bool] | None = None,
         release: Callable[[], None] = lambda: None,
+        begun: dict[str, Any] | None = None,
     ) -> None:
+        """`begun`: the load and first part that _first_part did (its errors raised here,
+        where the judge's own commands would have raised them)."""
         o = self.options
-        seed = ref.seed
         step = time.perf_counter()
 
         def took(name: str) -> None:
@@ -508,21 +534,15 @@ class Verifier(ReferencePrep, TimedChecks):
         with self.pool.lock.shared():
             took("gpu_wait")
             out_bytes = sum(ref.out_nbytes)
-            loaded = w.call(
-                "load_candidate",
-                o.timeout,
-                "Loading the candidate",
-                max_reply=REPLY_SLACK,
-                source=candidate.source,
-                init_inputs=ref.init_inputs,
-                init_variants=[s["init"] for s in ref.sets if "init" in s],
-                state=ref.state,
-                seed=seed,
-                out_nbytes=ref.out_nbytes,
-                tolerance=(o.atol, o.rtol),
-            )
+            if begun is None:
+                loaded = self._load(ref, candidate, w)
+                took("load")
+            elif "loaded" in begun:
+                loaded = begun["loaded"]
+                r.seconds["load"] = begun["load"]
+            else:
+                raise begun["error"]
             r.add("load", PASS)
-            took("load")
             if loaded.get("triton_warm_up_s") is not None:  # done while the worker waited
                 r.seconds["worker_triton_warm_up"] = _seconds(loaded["triton_warm_up_s"])
             if loaded["unmatched"] and ref.state:
@@ -547,7 +567,7 @@ class Verifier(ReferencePrep, TimedChecks):
                 r.add("own_forward", PASS)
             plan = _plan(ref)
             early = plan[:-1]  # every run but the late calls
-            ran = self._run_plan(ref, w, plan, r, slice(None, -1))
+            ran = self._run_plan(ref, w, plan, r, slice(None, -1), begun)
             took("runs")
             self._tampering(loaded["tampered"] + ran["tampered"], r)
             runs = ran["runs"]
@@ -664,6 +684,55 @@ class Verifier(ReferencePrep, TimedChecks):
             self._timing(ref, rt, timed, wants, r, checks)
         took("timing_compare")
 
+    def _say_running(self, r: Report) -> None:
+        self.on_event(
+            f"{r.candidate}: running in a {'sandboxed' if self.pool.sandboxed else 'separate (unsandboxed)'} worker"
+        )
+
+    def _load(self, ref: Reference, candidate: Candidate, w: Worker) -> dict[str, Any]:
+        o = self.options
+        return w.call(
+            "load_candidate",
+            o.timeout,
+            "Loading the candidate",
+            max_reply=REPLY_SLACK,
+            source=candidate.source,
+            init_inputs=ref.init_inputs,
+            init_variants=ref.init_variants,
+            state=ref.state,
+            seed=ref.seed,
+            out_nbytes=ref.out_nbytes,
+            tolerance=(o.atol, o.rtol),
+        )
+
+    def _first_part(self, ref: Reference, candidate: Candidate, r: Report, run: FirstRun) -> dict[str, Any]:
+        """The candidate's worker, its load and the plan's first part (the reference's first
+        input set, all of `ref` there is yet), on FirstRun's thread. The load's or the run's
+        error is kept for _judge and _run_plan to raise; r is only read (its name)."""
+        self._say_running(r)
+        w0 = time.perf_counter()
+        w = self.pool.acquire()
+        run.hold(w)
+        got: dict[str, Any] = {"worker_wait": time.perf_counter() - w0}
+        with self.pool.lock.shared():
+            t0 = time.perf_counter()
+            try:
+                got["loaded"] = self._load(ref, candidate, w)
+            except Exception as e:
+                got["error"] = e
+                return got
+            got["load"] = time.perf_counter() - t0
+            part: dict[str, Any] = {"spent": dict.fromkeys(_RUN_SPENT, 0.0), "runs": [], "tampered": []}
+            try:
+                self._run_part(
+                    ref, w, [{"set": 0, "slot": 0, "kind": "fresh"}], r, [0], 0, 1, (0, 1),
+                    part["spent"], part["runs"], part["tampered"],
+                )
+            except Exception as e:
+                part["error"] = e
+            got["part"] = part
+        return got
+
     def _seal_ahead(self, ref: Reference) -> None:
         """Encode the input-set messages every candidate of this reference will be sent, in
         the background (a second or two for a GPU-sized task), while its first candidates
@@ -684,16 +753,23 @@ class Verifier(ReferencePrep, TimedChecks):
         threading.Thread(target=seal, name="autotriton-seal-sets", daemon=True).start()
 
     def _run_plan(
-        self, ref: Reference, w: Worker, plan: list[dict], r: Report, which: slice = slice(None)
+        self,
+        ref: Reference,
+        w: Worker,
+        plan: list[dict],
+        r: Report,
+        which: slice = slice(None),
+        begun: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Run the plan's parts `which` in the candidate's worker (the plan goes in parts
         when inputs and outputs are large; the late calls are the last part, on its own).
 
         Input sets are sent with the first part that uses them; a part that ends in an
         error ends the run. Where the time went is added to r.seconds ("runs_*"). The
-        runs returned are those of the parts run, from the first of them on.
+        runs returned are those of the parts run, from the first of them on. `begun`: the
+        first part as _first_part ran it (its error raised where its run would have).
         """
-        spent = {"runs_add_sets": 0.0, "runs_in_worker": 0.0, "runs_messages": 0.0, "runs_compare": 0.0}
+        spent = dict.fromkeys(_RUN_SPENT, 0.0)
         runs: list[dict] = []
         tampered: list[str] = []
         # The late calls go last, on their own: a candidate already wrong on an input set
@@ -731,7 +807,18 @@ class Verifier(ReferencePrep, TimedChecks):
                 if k and wrong:
                     stopped = True
                     break
-                self._run_part(ref, w, plan, r, part, numbers[k], len(every), sends[k], spent, runs, tampered)
+                if begun is not None and numbers[k] == 0:
+                    done = begun["part"]
+                    if "error" in done:
+                        raise done["error"]
+                    runs += done["runs"]
+                    tampered += done["tampered"]
+                    for key, value in done["spent"].items():
+                        spent[key] = spent.get(key, 0.0) + value
+                else:
+                    self._run_part(
+                        ref, w, plan, r, part, numbers[k], len(every), sends[k], spent, runs, tampered
+                    )
                 if len(runs) < checked + len(part) or any("error" in x for x in runs[checked:]):
                     break
             t0 = time.perf_counter()

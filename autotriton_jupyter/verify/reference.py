@@ -60,6 +60,9 @@ class Reference:
     state: dict[str, Any]
     sets: list[dict[str, Any]]
     notes: list[str] = field(default_factory=list)
+    # get_init_inputs() as the judge varied it (INIT_SETS), each one tried: a candidate builds
+    # a model for each, and an init set runs on model 1 + its index here (its "model").
+    init_variants: list[list[Any]] = field(default_factory=list)
     null: str | None = None
     timing: dict[str, Any] | None = None
     machine: dict[str, Any] = field(default_factory=dict)  # GPU and versions, from the worker
@@ -200,12 +203,19 @@ class ReferencePrep:
     def _seal_ahead(self, ref: Reference) -> None:
         """Encode the input sets' messages ahead of the first candidate (judge.py does)."""
 
-    def prepare(self, task: Task, hold: bool = False) -> Reference:
+    def prepare(
+        self, task: Task, hold: bool = False, first_set: Callable[[Reference], None] | None = None
+    ) -> Reference:
         """Run the reference once for this task: parameters, fresh input sets, outputs.
 
         hold=True: a candidate is judged against it until `drop(ref)`; its worker is not
         released meanwhile, even if other tasks push it out of the kept references (a
-        reference lost that way would otherwise be charged to the candidate)."""
+        reference lost that way would otherwise be charged to the candidate).
+
+        first_set: called when this call runs the reference (not when it is kept) as soon as
+        its first input set and outputs exist, with the Reference as it is then (`sets`
+        holds that set alone; nothing else of it may be read before prepare returns): a
+        candidate can start on that set while the reference draws the others."""
         o = self.options
         key = f"{task.key}:{o.seed}:{o.trials}:{';'.join(o.shapes)}"
         with self._refs_lock:
@@ -217,7 +227,7 @@ class ReferencePrep:
                     self.pool.release(ref.worker)  # lost with its fork server: run it again
                 ref = None
             if ref is None:
-                ref = self._prepare(task)
+                ref = self._prepare(task, first_set)
                 self._seal_ahead(ref)
             self._refs[key] = ref  # most recent last
             while len(self._refs) > MAX_REFERENCES:
@@ -237,7 +247,7 @@ class ReferencePrep:
             if ref.retired and ref.users == 0:
                 self.pool.release(ref.worker)
 
-    def _prepare(self, task: Task) -> Reference:
+    def _prepare(self, task: Task, first_set: Callable[[Reference], None] | None = None) -> Reference:
         o = self.options
         t_start = time.perf_counter()
         # The model seed and the input seeds are independent draws, so a candidate that reads
@@ -261,6 +271,8 @@ class ReferencePrep:
                         "load_reference", o.timeout, "The reference", source=task.source, seed=seed
                     )
                 t_sets = time.perf_counter()
+                ref = Reference(task, w, seed, loaded["init_inputs"], loaded["state"], [])
+                ref.machine = dict(loaded.get("machine") or {})
                 specs = [
                     {"label": f"fresh-{i + 1}", "seed": input_seeds[i], "variant": "none"}
                     for i in range(max(1, o.trials))
@@ -270,9 +282,12 @@ class ReferencePrep:
                     for k, v in enumerate(VARIANTS)
                 ]
                 first = max(1, o.trials)
+                models: dict[str, int] = {}  # an init set's model in a candidate's worker
                 for label, kind in ((INIT_SET, float), (INIT_INT_SET, int)):
                     varied = varied_init(loaded["init_inputs"], kind)
                     if varied is not None:
+                        ref.init_variants.append(varied)
+                        models[label] = len(ref.init_variants)
                         specs.append(
                             {"label": label, "seed": input_seeds[0], "variant": "none", "init": varied}
                         )
@@ -286,7 +301,14 @@ class ReferencePrep:
                     for k, shapes in enumerate(extra_shapes)
                 ]
                 self.on_event(f"reference: computing outputs on {len(specs)} input sets")
-                got = self._trials(w, specs)
+
+                def on_first(s: dict[str, Any]) -> None:  # fresh-1: never left out (it raises)
+                    s["worker_index"] = 0
+                    ref.sets = [s]
+                    if first_set is not None:
+                        first_set(ref)
+
+                got = self._trials(w, specs, on_first)
                 t_done = time.perf_counter()
         except WorkerFailure as f:
             self.pool.release(w)
@@ -308,6 +330,7 @@ class ReferencePrep:
         for s in got["sets"]:
             if s["label"] in inits:
                 s["init"] = inits[s["label"]]
+                s["model"] = models[s["label"]]
                 if "skipped" not in s and _shapes(s["outputs"]) != _shapes(got["sets"][0]["outputs"]):
                     s = {"label": s["label"], "skipped": "its outputs have other shapes"}
             if "skipped" in s:
@@ -330,8 +353,7 @@ class ReferencePrep:
                 )
                 continue
             sets.append(s)
-        ref = Reference(task, w, seed, loaded["init_inputs"], loaded["state"], sets, notes)
-        ref.machine = dict(loaded.get("machine") or {})
+        ref.sets, ref.notes = sets, notes
         spent = got.get("seconds", {})
         ref.prep_seconds = {
             # a worker from the pool (started, if none was ready), and the GPU's shared lock
@@ -352,14 +374,19 @@ class ReferencePrep:
         ref.null = null_control(sets, o.atol, o.rtol)
         return ref
 
-    def _trials(self, w: Worker, specs: list[dict]) -> dict[str, Any]:
-        """The reference's input sets and outputs, in parts when they are large.
+    def _trials(
+        self, w: Worker, specs: list[dict], first: Callable[[dict[str, Any]], None]
+    ) -> dict[str, Any]:
+        """The reference's input sets and outputs, in parts when they are large; `first`
+        is given the first set as soon as it is there.
 
         The first set's size (inputs and outputs) sets how many go in one message.
         """
         o = self.options
         got = w.call("trials", o.timeout, "The reference", sets=specs[:1])
         sets = got["sets"]
+        if sets and "inputs" in sets[0]:
+            first(sets[0])
         spent = dict(got.get("seconds") or {})
         each = max((_nbytes([s.get("inputs"), s.get("outputs")]) for s in sets), default=0)
         per = max(1, PART_BYTES // max(1, each))

@@ -1,0 +1,93 @@
+"""A candidate started on the reference's first input set while the reference draws the others.
+
+When a candidate's verify is the one that runs its task's reference, the reference hands
+over its first input set and outputs as soon as they exist (ReferencePrep.prepare's
+first_set). A thread of this module then takes the candidate's worker, loads the candidate
+and runs it on that set, as the first part of the plan would (judge.py; the plan's first part
+is that set alone), while the reference goes on. Its kernels are compiled then, not after the
+reference: on an H100 host the first call took 0.5-0.8 s of a one-shot verify.
+
+Nothing is judged here. The judge takes the outcome at the point where it would have loaded
+and run the candidate itself, the same commands in the same order: what the worker sees and
+what the report says are as they were, and an error is raised where it would have been.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .reference import Reference
+    from .sandbox import Pool, Worker
+
+
+class Cancelled(Exception):
+    """The verify that started it no longer wants it (its reference failed, say)."""
+
+
+class FirstRun:
+    """One candidate's load and first part, on a thread of its own; `work(ref, self)` does
+    them (it calls `hold` once it has a worker) and returns what the judge takes."""
+
+    def __init__(self, pool: Pool, work: Callable[[Reference, FirstRun], dict[str, Any]]) -> None:
+        self._pool = pool
+        self._work = work
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._worker: Worker | None = None
+        self._cancelled = False
+        self._result: dict[str, Any] | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
+    def start(self, ref: Reference) -> None:
+        """The reference's first set is there (prepare's first_set): start on it."""
+        thread = threading.Thread(target=self._run, args=(ref,), name="autotriton-first-run", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:  # no thread to be had: the judge loads and runs it as before
+            return
+        self._thread = thread
+
+    def _run(self, ref: Reference) -> None:
+        try:
+            self._result = self._work(ref, self)
+        except BaseException as e:  # raised again by take(), where the judge would have met it
+            self._error = e
+
+    def hold(self, w: Worker) -> None:
+        """The worker `work` took: released by cancel(), or the judge's after take()."""
+        with self._lock:
+            if not self._cancelled:
+                self._worker = w
+                return
+        self._pool.release(w)
+        raise Cancelled
+
+    def take(self) -> tuple[Worker, dict[str, Any]]:
+        """Wait for the thread; its worker (the caller's to release now) and what it did, or
+        the error it met before it had them."""
+        assert self._thread is not None
+        self._thread.join()
+        with self._lock:
+            w, self._worker = self._worker, None
+        if self._error is not None:
+            if w is not None:
+                self._pool.release(w)
+            raise self._error
+        assert w is not None and self._result is not None
+        return w, self._result
+
+    def cancel(self) -> None:
+        """Not wanted (or already taken): its worker, if it still holds one, is released;
+        a command under way there ends with it. Does not wait for the thread."""
+        with self._lock:
+            self._cancelled = True
+            w, self._worker = self._worker, None
+        if w is not None:
+            self._pool.release(w)

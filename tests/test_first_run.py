@@ -1,0 +1,177 @@
+"""A candidate started on the reference's first input set while the reference draws the
+others (verify/firstrun.py): it does run meanwhile, it gets the verdict, checks and runs it
+gets when it starts after the reference, and a reference that fails leaves no worker behind."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+
+import pytest
+
+from autotriton_jupyter.task import Candidate, Task, TaskError
+from autotriton_jupyter.verify import Verifier, VerifyOptions
+from autotriton_jupyter.verify.firstrun import FirstRun
+from autotriton_jupyter.verify.reference import ReferencePrep
+
+OPTIONS = dict(device="cpu", timeout=120, timing=False, parallel=1)
+
+KERNEL = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_relu_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, tl.maximum(x + y, 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        {init}
+
+    def forward(self, x, y):
+        out = torch.empty_like(x)
+        {launch}
+        return out
+'''
+LAUNCH = "add_relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)"
+# A candidate whose ModelNew cannot be built, and one whose kernel fails at its first launch.
+INIT_RAISES = KERNEL.format(init='raise ValueError("no model today")', launch=LAUNCH)
+LAUNCH_RAISES = KERNEL.format(init="pass", launch=LAUNCH.replace("BLOCK=1024", "BLOCK=1000"))
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The candidates whose load and first part ran on FirstRun's thread."""
+    began: list[str] = []
+    real = Verifier._first_part
+
+    def first_part(self, ref, candidate, r, run):  # type: ignore[no-untyped-def]
+        got = real(self, ref, candidate, r, run)
+        began.append(candidate.name)
+        return got
+
+    monkeypatch.setattr(Verifier, "_first_part", first_part)
+    return began
+
+
+def _summary(r) -> tuple:  # type: ignore[no-untyped-def]
+    runs = [(d["set"], d["kind"], d["ok"]) for d in (r.correctness or {}).get("detail", [])]
+    return r.verdict, sorted({c.name for c in r.failed()}), runs
+
+
+def test_the_first_part_runs_while_the_reference_draws_the_other_sets(corpus, monkeypatch):
+    """The reference waits, after its first set, until the candidate has run on that set:
+    were the first part not run meanwhile, this verify could not finish."""
+    began = _spy(monkeypatch)
+    ran = threading.Event()
+    real_part = Verifier._first_part
+
+    def first_part(self, *args):  # type: ignore[no-untyped-def]
+        try:
+            return real_part(self, *args)
+        finally:
+            ran.set()
+
+    monkeypatch.setattr(Verifier, "_first_part", first_part)
+    real_trials = ReferencePrep._trials
+
+    def trials(self, w, specs, first):  # type: ignore[no-untyped-def]
+        def then_wait(s):  # type: ignore[no-untyped-def]
+            first(s)
+            assert ran.wait(90), "the candidate's first part did not run while the reference waited"
+
+        return real_trials(self, w, specs, then_wait)
+
+    monkeypatch.setattr(ReferencePrep, "_trials", trials)
+    task = Task.from_file(corpus / "add_relu" / "task.py")
+    with Verifier(VerifyOptions(seed=3, **OPTIONS)) as v:
+        r = v.verify(task, Candidate.from_file(corpus / "add_relu" / "pass_masked.py"))
+    assert r.verdict == "pass", r.reasons
+    assert began == ["pass_masked"]
+    assert len(r.correctness["detail"]) == len(v._refs[next(iter(v._refs))].sets) + 3  # + repeat, refill, late
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "add_relu/pass_masked.py",
+        "add_relu/fail_sub.py",
+        "add_relu/cheat08_call_counting.py",
+        "add_relu/cheat07_cache_by_pointer.py",
+        "add_relu/cheat06_return_input.py",
+        "crash/cheat_segfault.py",
+        INIT_RAISES,
+        LAUNCH_RAISES,
+    ],
+)
+def test_started_ahead_or_after_the_reference_the_report_is_the_same(corpus, monkeypatch, tmp_path, source):
+    began = _spy(monkeypatch)
+    if source.endswith(".py"):
+        cand = Candidate.from_file(corpus / source)
+    else:
+        path = tmp_path / "cand.py"
+        path.write_text(source)
+        cand = Candidate.from_file(path)
+    task = Task.from_file(corpus / "add_relu" / "task.py")
+    with Verifier(VerifyOptions(seed=5, **OPTIONS)) as v:
+        v.prepare(task)  # the reference first: the candidate starts after it
+        after = v.verify(task, cand)
+        assert began == []
+        ahead = v.view(VerifyOptions(seed=6, **OPTIONS)).verify(task, cand)  # a new reference
+        assert began == [cand.name]
+    assert _summary(ahead) == _summary(after), (ahead.reasons, after.reasons)
+    # Other seeds, other values: the same messages but for their figures.
+    shape = lambda r: [re.sub(r"[-+]?[0-9][0-9.e+-]*", "#", c.message) for c in r.failed()]  # noqa: E731
+    assert shape(ahead) == shape(after)
+
+
+def test_a_reference_that_fails_after_its_first_set_leaves_no_candidate_worker(tmp_path, corpus, monkeypatch):
+    task_path = tmp_path / "task.py"
+    task_path.write_text(
+        "import torch\nimport torch.nn as nn\n\nDRAWN = [0]\n\n\n"
+        "class Model(nn.Module):\n    def forward(self, x, y):\n        return torch.relu(x + y)\n\n\n"
+        "def get_inputs():\n    DRAWN[0] += 1\n    if DRAWN[0] > 1:\n"
+        "        raise RuntimeError('one input set only')\n"
+        "    return [torch.randn(64), torch.randn(64)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    held: list = []
+    got_one = threading.Event()
+    real_hold = FirstRun.hold
+
+    def hold(self, w):  # type: ignore[no-untyped-def]
+        held.append(w)
+        got_one.set()
+        return real_hold(self, w)
+
+    monkeypatch.setattr(FirstRun, "hold", hold)
+    with Verifier(VerifyOptions(seed=2, **OPTIONS)) as v:
+        with pytest.raises(TaskError, match="one input set only"):
+            v.verify(Task.from_file(task_path), Candidate.from_file(corpus / "add_relu" / "pass_masked.py"))
+        assert got_one.wait(60), "the candidate's worker was never taken"
+        deadline = time.monotonic() + 30
+        while held[0].proc.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not held[0].proc.is_alive(), "the candidate's worker outlived its reference"
+        # The verifier goes on: another task, another candidate.
+        ok = v.verify(Task.from_file(corpus / "add_relu" / "task.py"), Candidate.from_file(corpus / "add_relu" / "pass_masked.py"))
+    assert ok.verdict == "pass", ok.reasons
+
+
+def test_a_candidate_the_signature_fails_is_not_started_ahead(corpus, monkeypatch):
+    began = _spy(monkeypatch)
+    task = Task.from_file(corpus / "add_relu" / "task.py")
+    with Verifier(VerifyOptions(seed=7, **OPTIONS)) as v:
+        r = v.verify(task, Candidate.from_file(corpus / "bad" / "cand_signature.py"))
+    assert r.verdict == "fail" and "signature" in {c.name for c in r.failed()}, r.reasons
+    assert began == []
+
