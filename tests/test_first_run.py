@@ -175,3 +175,45 @@ def test_a_candidate_the_signature_fails_is_not_started_ahead(corpus, monkeypatc
     assert r.verdict == "fail" and "signature" in {c.name for c in r.failed()}, r.reasons
     assert began == []
 
+
+
+def test_a_reference_that_fails_beside_a_candidate_runs_again_alone(corpus, monkeypatch):
+    """A candidate can starve the reference running beside it (the host's CPUs, the GPU's
+    memory): the reference is run again without it, and the candidate judged after it."""
+    from autotriton_jupyter.verify.sandbox import WorkerFailure
+
+    held: list = []
+    real_hold = FirstRun.hold
+
+    def hold(self, w):  # type: ignore[no-untyped-def]
+        held.append(w)
+        return real_hold(self, w)
+
+    monkeypatch.setattr(FirstRun, "hold", hold)
+    real_trials = ReferencePrep._trials
+    tries: list[bool] = []
+
+    def trials(self, w, specs, first):  # type: ignore[no-untyped-def]
+        tries.append(True)
+        if len(tries) > 1:
+            return real_trials(self, w, specs, first)
+
+        def then_time_out(s):  # type: ignore[no-untyped-def]
+            first(s)
+            deadline = time.monotonic() + 60
+            while not held and time.monotonic() < deadline:  # the candidate has its worker
+                time.sleep(0.02)
+            raise WorkerFailure("timeout", "The reference took longer than 120 s", op="trials")
+
+        return real_trials(self, w, specs, then_time_out)
+
+    monkeypatch.setattr(ReferencePrep, "_trials", trials)
+    events: list[str] = []
+    task = Task.from_file(corpus / "add_relu" / "task.py")
+    with Verifier(VerifyOptions(seed=8, **OPTIONS), on_event=events.append) as v:
+        r = v.verify(task, Candidate.from_file(corpus / "add_relu" / "pass_masked.py"))
+    assert r.verdict == "pass", r.reasons
+    assert len(tries) == 2
+    assert any("running it again alone" in e for e in events), events
+    assert held and not held[0].proc.is_alive()  # the first candidate worker was ended
+    assert len(held) == 1  # the candidate was then judged in a worker of the judge's own

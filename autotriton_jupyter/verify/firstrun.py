@@ -43,7 +43,8 @@ class FirstRun:
 
     @property
     def started(self) -> bool:
-        return self._thread is not None
+        """Started, and not cancelled since: the judge takes its outcome."""
+        return self._thread is not None and not self._cancelled
 
     def start(self, ref: Reference) -> None:
         """The reference's first set is there (prepare's first_set): start on it."""

@@ -387,7 +387,7 @@ class Verifier(ReferencePrep, TimedChecks):
             # A reference that cannot run is the caller's error. Held until this candidate
             # is judged: other tasks cannot push it out from under it meanwhile.
             try:
-                ref = self.prepare(task, hold=True, first_set=first.start if first else None)
+                ref = self._prepare_beside(task, first)
                 try:
                     r.seconds["reference"] = time.perf_counter() - t_ref
                     if ref.prepared_at >= t_ref:  # this report waited for it: where that went
@@ -403,6 +403,23 @@ class Verifier(ReferencePrep, TimedChecks):
                     first.cancel()  # the worker it holds, if the judge took none
         r.seconds["total"] = time.perf_counter() - t0
         return r.finish(o.strict)
+
+    def _prepare_beside(self, task: Task, first: FirstRun | None) -> Reference:
+        """prepare(hold=True), with the candidate started on the first input set meanwhile.
+        A reference that fails while that candidate runs (a candidate can starve it of the
+        host's CPUs or take the GPU's memory) runs again with no candidate beside it: its
+        error is the task's only if it fails alone too."""
+        try:
+            return self.prepare(task, hold=True, first_set=first.start if first else None)
+        except TaskError as e:
+            if first is None or not first.started:
+                raise
+            first.cancel()  # its worker is gone when this returns
+            self.on_event(
+                f"reference: it failed while the candidate ran beside it ({str(e)[:160]}); "
+                "running it again alone"
+            )
+        return self.prepare(task, hold=True)
 
     def _against(
         self,
