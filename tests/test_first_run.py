@@ -84,12 +84,12 @@ def test_the_first_part_runs_while_the_reference_draws_the_other_sets(corpus, mo
     monkeypatch.setattr(Verifier, "_first_part", first_part)
     real_trials = ReferencePrep._trials
 
-    def trials(self, w, specs, first):  # type: ignore[no-untyped-def]
-        def then_wait(s):  # type: ignore[no-untyped-def]
-            first(s)
+    def trials(self, w, specs, ahead, then):  # type: ignore[no-untyped-def]
+        def then_wait(done):  # type: ignore[no-untyped-def]
+            then(done)
             assert ran.wait(90), "the candidate's first part did not run while the reference waited"
 
-        return real_trials(self, w, specs, then_wait)
+        return real_trials(self, w, specs, ahead, then_wait)
 
     monkeypatch.setattr(ReferencePrep, "_trials", trials)
     task = Task.from_file(corpus / "add_relu" / "task.py")
@@ -167,11 +167,12 @@ def test_a_reference_that_fails_after_its_first_set_leaves_no_candidate_worker(t
     assert ok.verdict == "pass", ok.reasons
 
 
-def test_a_candidate_the_signature_fails_is_not_started_ahead(corpus, monkeypatch):
+def test_a_candidate_the_signature_fails_gets_its_verdict_before_any_reference(corpus, monkeypatch):
     began = _spy(monkeypatch)
     task = Task.from_file(corpus / "add_relu" / "task.py")
     with Verifier(VerifyOptions(seed=7, **OPTIONS)) as v:
         r = v.verify(task, Candidate.from_file(corpus / "bad" / "cand_signature.py"))
+        assert not v._refs  # a static check, like the lint: no reference was run for it
     assert r.verdict == "fail" and "signature" in {c.name for c in r.failed()}, r.reasons
     assert began == []
 
@@ -193,19 +194,19 @@ def test_a_reference_that_fails_beside_a_candidate_runs_again_alone(corpus, monk
     real_trials = ReferencePrep._trials
     tries: list[bool] = []
 
-    def trials(self, w, specs, first):  # type: ignore[no-untyped-def]
+    def trials(self, w, specs, ahead, then):  # type: ignore[no-untyped-def]
         tries.append(True)
         if len(tries) > 1:
-            return real_trials(self, w, specs, first)
+            return real_trials(self, w, specs, ahead, then)
 
-        def then_time_out(s):  # type: ignore[no-untyped-def]
-            first(s)
+        def then_time_out(done):  # type: ignore[no-untyped-def]
+            then(done)
             deadline = time.monotonic() + 60
             while not held and time.monotonic() < deadline:  # the candidate has its worker
                 time.sleep(0.02)
             raise WorkerFailure("timeout", "The reference took longer than 120 s", op="trials")
 
-        return real_trials(self, w, specs, then_time_out)
+        return real_trials(self, w, specs, ahead, then_time_out)
 
     monkeypatch.setattr(ReferencePrep, "_trials", trials)
     events: list[str] = []
@@ -214,6 +215,156 @@ def test_a_reference_that_fails_beside_a_candidate_runs_again_alone(corpus, monk
         r = v.verify(task, Candidate.from_file(corpus / "add_relu" / "pass_masked.py"))
     assert r.verdict == "pass", r.reasons
     assert len(tries) == 2
-    assert any("running it again alone" in e for e in events), events
+    assert any("running it again without it" in e for e in events), events
     assert held and not held[0].proc.is_alive()  # the first candidate worker was ended
     assert len(held) == 1  # the candidate was then judged in a worker of the judge's own
+
+
+INIT_TASK = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, n, scale):
+        super().__init__()
+        self.n = n
+        self.scale = scale
+
+    def forward(self, x):
+        return x[:, : self.n] * self.scale
+
+
+def get_inputs():
+    return [torch.randn(8, 32)]
+
+
+def get_init_inputs():
+    return [16, 0.5]
+'''
+
+INIT_CANDIDATE = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def head_kernel(x_ptr, out_ptr, n, stride, scale, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    v = tl.load(x_ptr + row * stride + cols, mask=mask)
+    tl.store(out_ptr + row * n + cols, v * {scale}, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, n, scale):
+        super().__init__()
+        self.n = n
+        self.scale = scale
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty(x.shape[0], self.n, device=x.device, dtype=x.dtype)
+        head_kernel[(x.shape[0],)](x, out, self.n, x.stride(0), self.scale, BLOCK=triton.next_power_of_2(self.n))
+        return out
+'''
+
+
+@pytest.mark.parametrize("scale,verdict", [("scale", "pass"), ("0.5", "conditional")])
+def test_a_candidate_builds_only_the_init_variants_its_reference_kept(tmp_path, monkeypatch, scale, verdict):
+    """init-shifted (n + 1) changes the reference's output shape and is left out; init-scaled
+    is kept. Ahead of the reference or after it, the candidate's worker builds a model for
+    the kept one only, and a kernel that hard-codes the scale is conditional either way."""
+    began = _spy(monkeypatch)
+    loads: list = []
+    real_load = Verifier._load
+
+    def load(self, ref, candidate, w):  # type: ignore[no-untyped-def]
+        loads.append(list(ref.init_variants))
+        return real_load(self, ref, candidate, w)
+
+    monkeypatch.setattr(Verifier, "_load", load)
+    (tmp_path / "task.py").write_text(INIT_TASK)
+    (tmp_path / "cand.py").write_text(INIT_CANDIDATE.format(scale=scale))
+    task, cand = Task.from_file(tmp_path / "task.py"), Candidate.from_file(tmp_path / "cand.py")
+    with Verifier(VerifyOptions(seed=9, **OPTIONS)) as v:
+        ref = v.prepare(task)
+        after = v.verify(task, cand)
+        ahead = v.view(VerifyOptions(seed=10, **OPTIONS)).verify(task, cand)
+    assert began == ["cand"]
+    assert loads == [[[16, 0.75]], [[16, 0.75]]]
+    assert [(s["label"], s.get("model")) for s in ref.sets if "init" in s] == [("init-scaled", 1)]
+    assert any("init-shifted" in n and "other shapes" in n for n in ref.notes), ref.notes
+    assert after.verdict == ahead.verdict == verdict, (after.reasons, ahead.reasons)
+    assert _summary(ahead) == _summary(after)
+
+
+def test_on_a_gpu_a_candidate_wrong_on_its_first_set_still_gets_the_first_message_runs(monkeypatch):
+    """The first set is sent on its own, the rest of its message next; a run wrong on a
+    fresh set stops the plan only after that whole first message, as before the split."""
+    import torch
+
+    from autotriton_jupyter.verify import judge
+
+    sets = [
+        {"label": label, "inputs": [torch.zeros(100)], "outputs": torch.zeros(100)}
+        for label in ["fresh-1", "fresh-2", "fresh-3", *judge.VARIANTS]
+    ]
+    ref = judge.Reference(None, None, 0, [], {}, sets, own_shape=list(range(len(sets))))  # type: ignore[arg-type]
+    monkeypatch.setattr(judge, "PART_BYTES", 4 * 800)  # four sets' inputs and outputs a message
+    plan = judge._plan(ref)
+    parts, stop_from = judge._grouping(ref, plan, "cuda")
+    assert parts[:3] == [[0], [1, 2, 3], [4, 5, 6, 7]] and parts[-1] == [len(plan) - 1]
+    assert sorted(i for p in parts for i in p) == list(range(len(plan)))
+    assert stop_from == 2
+    assert judge._grouping(ref, plan, "cpu") == ([[i] for i in range(len(plan))], 1)
+
+
+def test_a_set_left_out_for_memory_beside_a_candidate_is_made_again_without_it(corpus, monkeypatch):
+    """A judge-made set the reference could not make for want of memory, while a candidate
+    ran beside it, is no set it cannot take: the reference runs again, and keeps it."""
+    real_trials = ReferencePrep._trials
+    tries: list[bool] = []
+
+    def trials(self, w, specs, ahead, then):  # type: ignore[no-untyped-def]
+        tries.append(True)
+        got = real_trials(self, w, specs, ahead, then)
+        if len(tries) == 1:
+            got["sets"] = [
+                {"label": s["label"], "skipped": "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"}
+                if s["label"] == "signed" else s
+                for s in got["sets"]
+            ]
+        return got
+
+    monkeypatch.setattr(ReferencePrep, "_trials", trials)
+    events: list[str] = []
+    task = Task.from_file(corpus / "add_relu" / "task.py")
+    with Verifier(VerifyOptions(seed=11, **OPTIONS), on_event=events.append) as v:
+        r = v.verify(task, Candidate.from_file(corpus / "add_relu" / "pass_masked.py"))
+        labels = [s["label"] for s in v._refs[next(iter(v._refs))].sets]
+    assert len(tries) == 2 and "signed" in labels
+    assert any("running it again without it" in e for e in events), events
+    assert r.verdict == "pass", r.reasons
+
+
+def test_a_candidate_out_of_memory_beside_its_reference_is_judged_again_alone(corpus, monkeypatch):
+    from autotriton_jupyter.verify.sandbox import WorkerFailure
+
+    real_part = Verifier._first_part
+
+    def first_part(self, *args):  # type: ignore[no-untyped-def]
+        got = real_part(self, *args)
+        got["part"]["error"] = WorkerFailure("error", "OutOfMemoryError: CUDA out of memory", op="run")
+        return got
+
+    monkeypatch.setattr(Verifier, "_first_part", first_part)
+    events: list[str] = []
+    task = Task.from_file(corpus / "add_relu" / "task.py")
+    with Verifier(VerifyOptions(seed=12, **OPTIONS), on_event=events.append) as v:
+        r = v.verify(task, Candidate.from_file(corpus / "add_relu" / "pass_masked.py"))
+    assert any("out of memory beside its reference; again alone" in e for e in events), events
+    assert r.verdict == "pass", r.reasons

@@ -8,8 +8,8 @@ is that set alone), while the reference goes on. Its kernels are compiled then, 
 reference: on an H100 host the first call took 0.5-0.8 s of a one-shot verify.
 
 Nothing is judged here. The judge takes the outcome at the point where it would have loaded
-and run the candidate itself, the same commands in the same order: what the worker sees and
-what the report says are as they were, and an error is raised where it would have been.
+and run the candidate itself: the worker is sent the commands of the plan's first part, in
+the plan's order, and an error is raised where the judge's own command would have raised it.
 """
 
 from __future__ import annotations
@@ -29,7 +29,11 @@ class Cancelled(Exception):
 
 class FirstRun:
     """One candidate's load and first part, on a thread of its own; `work(ref, self)` does
-    them (it calls `hold` once it has a worker) and returns what the judge takes."""
+    them (it calls `hold` once it has a worker) and returns what the judge takes.
+
+    Only its own thread uses its worker while it runs: cancel() kills the worker's process
+    (the command under way ends) and the thread releases it, never another thread while
+    the thread may still read its descriptors."""
 
     def __init__(self, pool: Pool, work: Callable[[Reference, FirstRun], dict[str, Any]]) -> None:
         self._pool = pool
@@ -38,6 +42,7 @@ class FirstRun:
         self._thread: threading.Thread | None = None
         self._worker: Worker | None = None
         self._cancelled = False
+        self._done = False
         self._result: dict[str, Any] | None = None
         self._error: BaseException | None = None
 
@@ -60,9 +65,17 @@ class FirstRun:
             self._result = self._work(ref, self)
         except BaseException as e:  # raised again by take(), where the judge would have met it
             self._error = e
+        with self._lock:
+            self._done = True
+            w = self._worker if self._cancelled else None
+            if w is not None:
+                self._worker = None
+        if w is not None:
+            self._pool.release(w)
 
     def hold(self, w: Worker) -> None:
-        """The worker `work` took: released by cancel(), or the judge's after take()."""
+        """The worker `work` took: released by this thread once cancelled, else the judge's
+        after take()."""
         with self._lock:
             if not self._cancelled:
                 self._worker = w
@@ -73,7 +86,8 @@ class FirstRun:
     def take(self) -> tuple[Worker, dict[str, Any]]:
         """Wait for the thread; its worker (the caller's to release now) and what it did, or
         the error it met before it had them."""
-        assert self._thread is not None
+        if self._thread is None:
+            raise RuntimeError("FirstRun.take() before start()")
         self._thread.join()
         with self._lock:
             w, self._worker = self._worker, None
@@ -81,14 +95,23 @@ class FirstRun:
             if w is not None:
                 self._pool.release(w)
             raise self._error
-        assert w is not None and self._result is not None
+        if w is None or self._result is None:
+            raise RuntimeError("the candidate's first part ended without its worker")
         return w, self._result
 
-    def cancel(self) -> None:
-        """Not wanted (or already taken): its worker, if it still holds one, is released;
-        a command under way there ends with it. Does not wait for the thread."""
+    def cancel(self, wait_s: float = 0.0) -> None:
+        """Not wanted (or already taken): the worker it still holds is killed, and released
+        by its thread (or here, when the thread is done with it); waits up to wait_s for the
+        thread to end."""
         with self._lock:
             self._cancelled = True
-            w, self._worker = self._worker, None
+            w = self._worker
+            if w is not None and self._done:
+                self._worker = None
+            elif w is not None:
+                w.proc.kill()  # its command ends now; its thread releases it
+                w = None
         if w is not None:
             self._pool.release(w)
+        if wait_s and self._thread is not None:
+            self._thread.join(wait_s)

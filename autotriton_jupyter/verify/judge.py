@@ -35,6 +35,7 @@ from .reference import (
     Reference,
     ReferencePrep,
     _nbytes,
+    _resources,
     _still_running,
 )
 from .report import CONDITIONAL, FAIL, INCONCLUSIVE, PASS, Report
@@ -154,6 +155,13 @@ def _seconds(x: Any) -> float:
     return _number(x) or 0.0
 
 
+def _beside_trouble(begun: dict[str, Any]) -> bool:
+    """Whether the load or first part that ran beside the reference ran out of memory (the
+    host's or the GPU's), which the reference's may have taken."""
+    error = begun.get("error") or begun.get("part", {}).get("error")
+    return isinstance(error, WorkerFailure) and (error.kind == "memory" or _resources(error.message))
+
+
 def _parts(sizes: list[int], limit: int) -> list[list[int]]:
     """Consecutive indices grouped so each group's sizes sum to at most limit (one at least)."""
     groups: list[list[int]] = []
@@ -189,17 +197,27 @@ def _plan(ref: Reference) -> list[dict]:
     return plan
 
 
-def _plan_parts(ref: Reference, plan: list[dict], device: str) -> list[list[int]]:
-    """The plan's runs grouped into messages: the first input set on its own (a candidate
-    can run it while the reference draws the others: firstrun.py), then on a GPU as many as
-    fit PART_BYTES of inputs and outputs, on the CPU one each (the interpreter takes seconds
-    a call: progress shows); the late calls last, on their own."""
+def _grouping(ref: Reference, plan: list[dict], device: str) -> tuple[list[list[int]], int]:
+    """The plan's runs grouped into messages, and the first part that a run already wrong
+    on a fresh set stops.
+
+    On a GPU as many runs as fit PART_BYTES of inputs and outputs go in one message, on
+    the CPU one each (the interpreter takes seconds a call: progress shows); the late calls
+    last, on their own. The first input set is sent on its own (a candidate can run it while
+    the reference draws the others: firstrun.py), the rest of its message's runs next: a
+    candidate wrong on it still gets every run of that first message, as before."""
     cost = [
         _nbytes(ref.sets[p["set"]]["outputs"]) + _nbytes(ref.sets[p["set"]]["inputs"])
         for p in plan
     ]
-    rest = _parts(cost[1:-1], PART_BYTES if device == "cuda" else 0)
-    return [[0]] + [[i + 1 for i in part] for part in rest] + [[len(plan) - 1]]
+    head, *rest = _parts(cost[:-1], PART_BYTES if device == "cuda" else 0)
+    split = [[head[0]], head[1:]] if len(head) > 1 else [head]
+    return [*split, *rest, [len(plan) - 1]], len(split)
+
+
+def _plan_parts(ref: Reference, plan: list[dict], device: str) -> list[list[int]]:
+    """The plan's runs grouped into messages (_grouping)."""
+    return _grouping(ref, plan, device)[0]
 
 
 def _set_ranges(plan: list[dict], parts: list[list[int]]) -> list[tuple[int, int] | None]:
@@ -374,16 +392,13 @@ class Verifier(ReferencePrep, TimedChecks):
             r.add(check, FAIL, " ".join(dict.fromkeys(messages)))
         r.notes.extend(lint.notes)
         if not r.failed():
+            # A static check too: judged before any reference is run, as the lint is.
+            self._signature(task, candidate, r)
+        if not r.failed():
             t_ref = time.perf_counter()
             # Where this verify runs the reference, the candidate starts on its first input
-            # set meanwhile (firstrun.py), unless its signature already fails it.
-            ahead = Report()
-            self._signature(task, candidate, ahead)
-            first = (
-                FirstRun(self.pool, lambda ref, run: self._first_part(ref, candidate, r, run))
-                if not ahead.failed()
-                else None
-            )
+            # set meanwhile (firstrun.py).
+            first = FirstRun(self.pool, lambda ref, run: self._first_part(ref, candidate, r, run))
             # A reference that cannot run is the caller's error. Held until this candidate
             # is judged: other tasks cannot push it out from under it meanwhile.
             try:
@@ -392,32 +407,37 @@ class Verifier(ReferencePrep, TimedChecks):
                     r.seconds["reference"] = time.perf_counter() - t_ref
                     if ref.prepared_at >= t_ref:  # this report waited for it: where that went
                         r.seconds.update({f"reference_{k}": v for k, v in ref.prep_seconds.items()})
-                    self._signature(task, candidate, r)
-                    if not r.failed():
-                        begun = first if first is not None and first.started else None
-                        return self._against(ref, candidate, r, before_timing, t0, begun)
+                    return self._against(
+                        ref, candidate, r, before_timing, t0, first if first.started else None
+                    )
                 finally:
                     self.drop(ref)
             finally:
-                if first is not None:
-                    first.cancel()  # the worker it holds, if the judge took none
+                # The worker it holds, if the judge took none (its thread ends with it: no
+                # event of it after this verify's answer).
+                first.cancel(wait_s=5.0)
         r.seconds["total"] = time.perf_counter() - t0
         return r.finish(o.strict)
 
-    def _prepare_beside(self, task: Task, first: FirstRun | None) -> Reference:
+    def _prepare_beside(self, task: Task, first: FirstRun) -> Reference:
         """prepare(hold=True), with the candidate started on the first input set meanwhile.
-        A reference that fails while that candidate runs (a candidate can starve it of the
-        host's CPUs or take the GPU's memory) runs again with no candidate beside it: its
-        error is the task's only if it fails alone too."""
+        A reference that fails in a way the candidate beside it may have caused (out of
+        time, memory or the GPU's memory: a candidate can starve it of the host's CPUs or
+        take the device's memory) is run again without this candidate: its error is the
+        task's only if it fails that way again. Its own errors are the task's at once."""
         try:
-            return self.prepare(task, hold=True, first_set=first.start if first else None)
+            return self.prepare(task, hold=True, first_set=first.start)
         except TaskError as e:
-            if first is None or not first.started:
+            cause = e.__cause__
+            if not first.started or not (
+                isinstance(cause, WorkerFailure)
+                and (cause.kind in ("timeout", "memory", "crash", "lost") or _resources(cause.message))
+            ):
                 raise
-            first.cancel()  # its worker is gone when this returns
+            first.cancel(wait_s=10.0)  # its worker's memory is free again
             self.on_event(
                 f"reference: it failed while the candidate ran beside it ({str(e)[:160]}); "
-                "running it again alone"
+                "running it again without it"
             )
         return self.prepare(task, hold=True)
 
@@ -445,7 +465,6 @@ class Verifier(ReferencePrep, TimedChecks):
             )
         if first is None:
             self._say_running(r)
-        w0 = time.perf_counter()
         w = None
 
         def release() -> None:  # as soon as the worker is no longer needed (its GPU memory)
@@ -456,12 +475,20 @@ class Verifier(ReferencePrep, TimedChecks):
 
         try:
             begun = None
-            if first is None:
+            if first is not None:
+                w, begun = first.take()
+                if _beside_trouble(begun):
+                    # Out of memory beside its reference, which held memory too: judged
+                    # again from the start, alone (a worker of its own, as before).
+                    self.on_event(f"{r.candidate}: it ran out of memory beside its reference; again alone")
+                    release()
+                    begun = None
+                else:
+                    r.seconds["worker_wait"] = begun["worker_wait"]
+            if begun is None:
+                w0 = time.perf_counter()
                 w = self.pool.acquire()
                 r.seconds["worker_wait"] = time.perf_counter() - w0
-            else:
-                w, begun = first.take()
-                r.seconds["worker_wait"] = begun["worker_wait"]
             r.seconds["worker_init"] = float((w.ready or {}).get("init_s", 0.0))
             self._judge(ref, candidate, w, r, before_timing, release, begun)
         except WorkerFailure as f:
@@ -739,10 +766,16 @@ class Verifier(ReferencePrep, TimedChecks):
                 got["error"] = e
                 return got
             got["load"] = time.perf_counter() - t0
-            part: dict[str, Any] = {"spent": dict.fromkeys(_RUN_SPENT, 0.0), "runs": [], "tampered": []}
+            # The plan as far as the one set there is yet gives it: its first part is the
+            # full plan's (_run_plan checks that it is).
+            plan = _plan(ref)
+            parts = _plan_parts(ref, plan, self.device)
+            part: dict[str, Any] = {
+                "entry": plan[0], "spent": dict.fromkeys(_RUN_SPENT, 0.0), "runs": [], "tampered": []
+            }
             try:
                 self._run_part(
-                    ref, w, [{"set": 0, "slot": 0, "kind": "fresh"}], r, [0], 0, 1, (0, 1),
+                    ref, w, plan, r, parts[0], 0, None, _set_ranges(plan, parts)[0],
                     part["spent"], part["runs"], part["tampered"],
                 )
             except Exception as e:
@@ -791,7 +824,7 @@ class Verifier(ReferencePrep, TimedChecks):
         tampered: list[str] = []
         # The late calls go last, on their own: a candidate already wrong on an input set
         # the task draws has its verdict, and is not kept for hundreds of calls more.
-        every = _plan_parts(ref, plan, self.device)
+        every, stop_from = _grouping(ref, plan, self.device)
         numbers = list(range(len(every)))[which]
         parts = every[which]
         sends = _set_ranges(plan, every)[which]  # the sets each part sends first, if any
@@ -821,11 +854,13 @@ class Verifier(ReferencePrep, TimedChecks):
                         pending.append(behind.submit(compare_run, i))
                 checked = len(runs)
                 spent["runs_compare"] += time.perf_counter() - t0
-                if k and wrong:
+                if k and numbers[k] >= stop_from and wrong:
                     stopped = True
                     break
                 if begun is not None and numbers[k] == 0:
                     done = begun["part"]
+                    if every[0] != [0] or done["entry"] != plan[0]:
+                        raise RuntimeError("the part run ahead of the reference is not the plan's first")
                     if "error" in done:
                         raise done["error"]
                     runs += done["runs"]
@@ -856,17 +891,20 @@ class Verifier(ReferencePrep, TimedChecks):
         r: Report,
         part: list[int],
         number: int,
-        count: int,
+        count: int | None,
         send: tuple[int, int] | None,
         spent: dict[str, float],
         runs: list[dict],
         tampered: list[str],
     ) -> None:
         """One part of the plan (`number` of `count`) in the candidate's worker, its input
-        sets `send` first: its runs and tampering are added to `runs` and `tampered`."""
+        sets `send` first: its runs and tampering are added to `runs` and `tampered`. count
+        None: the first part, run while the reference makes the others."""
         o, name = self.options, r.candidate
         label = ", ".join(_run_label(ref, plan[i]) for i in part)
-        if count > 1:
+        if count is None:
+            self.on_event(f"{name}: {label} (while the reference makes its other input sets)")
+        elif count > 1:
             self.on_event(f"{name}: {label} ({number + 1}/{count})")
         t0 = time.perf_counter()
         if send is not None:

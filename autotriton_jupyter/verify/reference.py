@@ -60,8 +60,8 @@ class Reference:
     state: dict[str, Any]
     sets: list[dict[str, Any]]
     notes: list[str] = field(default_factory=list)
-    # get_init_inputs() as the judge varied it (INIT_SETS), each one tried: a candidate builds
-    # a model for each, and an init set runs on model 1 + its index here (its "model").
+    # get_init_inputs() as the judge varied it (INIT_SETS), for the init sets kept: a
+    # candidate builds a model for each, and an init set runs on model 1 + its index here.
     init_variants: list[list[Any]] = field(default_factory=list)
     null: str | None = None
     timing: dict[str, Any] | None = None
@@ -190,6 +190,30 @@ def _out_of_memory(message: str) -> bool:
     return "out of memory" in text or "outofmemoryerror" in text
 
 
+def _resources(message: str) -> bool:
+    """An error that memory someone else held can cause (the GPU's, the host's, a
+    library's workspace), not one of the reference's own."""
+    return _out_of_memory(message) or "alloc" in message.lower()
+
+
+def _left_out(s: dict[str, Any], spec: dict[str, Any], first: dict[str, Any]) -> str | None:
+    """Why an input set the reference ran is left out (a note), or None when it is kept;
+    `first` is fresh-1's result."""
+    label = s["label"]
+    if "skipped" not in s and "init" in spec and _shapes(s["outputs"]) != _shapes(first["outputs"]):
+        s = {"label": label, "skipped": "its outputs have other shapes"}
+    if "skipped" in s:
+        return f"the reference cannot take the {label} input variant ({s['skipped']}), so it was left out"
+    if (
+        (label in VARIANTS or label in INIT_SETS)
+        and label not in NONFINITE_OK
+        and not s["finite"]
+        and first["finite"]
+    ):
+        return f"the {label} input variant makes the reference non-finite, so it was left out"
+    return None
+
+
 class ReferencePrep:
     """Verifier's reference steps: prepare a task's reference (kept per task) and time it."""
 
@@ -213,9 +237,10 @@ class ReferencePrep:
         reference lost that way would otherwise be charged to the candidate).
 
         first_set: called when this call runs the reference (not when it is kept) as soon as
-        its first input set and outputs exist, with the Reference as it is then (`sets`
-        holds that set alone; nothing else of it may be read before prepare returns): a
-        candidate can start on that set while the reference draws the others."""
+        its first input set and its init sets have run, with the Reference as it is then: a
+        candidate can start on that set while the reference draws the others. Its task,
+        worker, seed, init_inputs, state, machine and init_variants are final then, and
+        `sets` holds fresh-1 alone; nothing else of it may be read before prepare returns."""
         o = self.options
         key = f"{task.key}:{o.seed}:{o.trials}:{';'.join(o.shapes)}"
         with self._refs_lock:
@@ -282,12 +307,9 @@ class ReferencePrep:
                     for k, v in enumerate(VARIANTS)
                 ]
                 first = max(1, o.trials)
-                models: dict[str, int] = {}  # an init set's model in a candidate's worker
                 for label, kind in ((INIT_SET, float), (INIT_INT_SET, int)):
                     varied = varied_init(loaded["init_inputs"], kind)
                     if varied is not None:
-                        ref.init_variants.append(varied)
-                        models[label] = len(ref.init_variants)
                         specs.append(
                             {"label": label, "seed": input_seeds[0], "variant": "none", "init": varied}
                         )
@@ -301,14 +323,23 @@ class ReferencePrep:
                     for k, shapes in enumerate(extra_shapes)
                 ]
                 self.on_event(f"reference: computing outputs on {len(specs)} input sets")
+                # Run first: fresh-1 and the init sets (which of them a candidate builds a
+                # model for is known once they ran); ref.sets keeps the specs' order.
+                inits = [i for i, spec in enumerate(specs) if "init" in spec]
+                order = [0, *inits, *(i for i in range(1, len(specs)) if i not in inits)]
+                beside: list[int] = []  # the sets run while a candidate ran beside them
+                kept: list[int] = []  # the init sets kept: model 1 + its place here
 
-                def on_first(s: dict[str, Any]) -> None:  # fresh-1: never left out (it raises)
-                    s["worker_index"] = 0
-                    ref.sets = [s]
+                def ahead(done: list[dict[str, Any]]) -> None:
+                    by_spec = dict(zip(order, done))
+                    kept.extend(i for i in inits if _left_out(by_spec[i], specs[i], done[0]) is None)
+                    ref.init_variants = [specs[i]["init"] for i in kept]
+                    ref.sets = [done[0]]
                     if first_set is not None:
                         first_set(ref)
+                        beside.extend(order[len(done):])
 
-                got = self._trials(w, specs, on_first)
+                got = self._trials(w, [specs[i] for i in order], 1 + len(inits), ahead)
                 t_done = time.perf_counter()
         except WorkerFailure as f:
             self.pool.release(w)
@@ -324,34 +355,30 @@ class ReferencePrep:
             raise TaskError(
                 f"The reference {task.path or task.name} cannot be run: {f.message}{detail}"
             ) from f
-        sets, notes = [], []
+        by_spec = dict(zip(order, got["sets"]))
         worker_index = 0
-        inits = {spec["label"]: spec["init"] for spec in specs if "init" in spec}
-        for s in got["sets"]:
-            if s["label"] in inits:
-                s["init"] = inits[s["label"]]
-                s["model"] = models[s["label"]]
-                if "skipped" not in s and _shapes(s["outputs"]) != _shapes(got["sets"][0]["outputs"]):
-                    s = {"label": s["label"], "skipped": "its outputs have other shapes"}
-            if "skipped" in s:
-                notes.append(
-                    f"the reference cannot take the {s['label']} input variant "
-                    f"({s['skipped']}), so it was left out"
-                )
+        for i in order:  # the reference worker keeps every set it ran, in the order it ran them
+            if "skipped" not in by_spec[i]:
+                by_spec[i]["worker_index"] = worker_index
+                worker_index += 1
+        sets, notes = [], []
+        for i, spec in enumerate(specs):
+            s = by_spec[i]
+            why = _left_out(s, spec, by_spec[0])
+            if why is not None and i in beside and _resources(s.get("skipped", "")):
+                # Beside a candidate, which may have taken the memory it needed: not a set
+                # the reference cannot take. Run again alone (the judge does).
+                self.pool.release(w)
+                raise TaskError(
+                    f"The reference {task.path or task.name} could not make its {s['label']} "
+                    f"input set beside a candidate: {s['skipped']}"
+                ) from WorkerFailure("memory", s["skipped"], op="trials")
+            if why is not None:
+                notes.append(why)
                 continue
-            s["worker_index"] = worker_index  # the reference worker keeps every set it ran
-            worker_index += 1
-            if (
-                (s["label"] in VARIANTS or s["label"] in INIT_SETS)
-                and s["label"] not in NONFINITE_OK
-                and not s["finite"]
-                and got["sets"][0]["finite"]
-            ):
-                notes.append(
-                    f"the {s['label']} input variant makes the reference non-finite, so it "
-                    "was left out"
-                )
-                continue
+            if "init" in spec:
+                s["init"] = spec["init"]
+                s["model"] = 1 + kept.index(i)
             sets.append(s)
         ref.sets, ref.notes = sets, notes
         spent = got.get("seconds", {})
@@ -375,28 +402,32 @@ class ReferencePrep:
         return ref
 
     def _trials(
-        self, w: Worker, specs: list[dict], first: Callable[[dict[str, Any]], None]
+        self, w: Worker, specs: list[dict], ahead: int, then: Callable[[list[dict[str, Any]]], None]
     ) -> dict[str, Any]:
-        """The reference's input sets and outputs, in parts when they are large; `first`
-        is given the first set as soon as it is there.
+        """The reference's input sets and outputs, in parts when they are large; `then` is
+        given the first `ahead` of them as soon as they are there.
 
         The first set's size (inputs and outputs) sets how many go in one message.
         """
         o = self.options
         got = w.call("trials", o.timeout, "The reference", sets=specs[:1])
         sets = got["sets"]
-        if sets and "inputs" in sets[0]:
-            first(sets[0])
         spent = dict(got.get("seconds") or {})
         each = max((_nbytes([s.get("inputs"), s.get("outputs")]) for s in sets), default=0)
         per = max(1, PART_BYTES // max(1, each))
-        for k in range(1, len(specs), per):
+        starts = [*range(1, ahead, per), *range(ahead, len(specs), per)]
+        for k in starts:
+            if k == ahead:
+                then(sets)
+            end = min(k + per, ahead if k < ahead else len(specs))
             if len(specs) > 1 + per:
-                self.on_event(f"reference: input sets {k + 1}-{min(k + per, len(specs))} of {len(specs)}")
-            part = w.call("trials", o.timeout, "The reference", sets=specs[k : k + per])
+                self.on_event(f"reference: input sets {k + 1}-{end} of {len(specs)}")
+            part = w.call("trials", o.timeout, "The reference", sets=specs[k:end])
             sets += part["sets"]
             for key, v in (part.get("seconds") or {}).items():
                 spent[key] = spent.get(key, 0.0) + v
+        if ahead >= len(specs):
+            then(sets)
         return {"sets": sets, "seconds": _seconds(spent)}
 
     def _reference_timing(self, ref: Reference) -> dict[str, Any]:
