@@ -436,8 +436,8 @@ class Verifier(ReferencePrep, TimedChecks):
                 raise
             first.cancel(wait_s=10.0)  # its worker's memory is free again
             self.on_event(
-                f"reference: it failed while the candidate ran beside it ({str(e)[:160]}); "
-                "running it again without it"
+                "reference: it failed while the candidate ran beside it; running the reference "
+                f"again without the candidate (it failed with: {str(e)[:160]})"
             )
         return self.prepare(task, hold=True)
 
@@ -534,6 +534,15 @@ class Verifier(ReferencePrep, TimedChecks):
 
         with ThreadPoolExecutor(max_workers=self.parallel) as ex:
             return list(ex.map(one, range(len(cands))))
+
+    def judged_statically(self, task: Task, candidate: Candidate) -> bool:
+        """Whether the lint or the signature check alone fails this candidate: its verify
+        then runs no worker and no reference."""
+        if static.lint(candidate.source, candidate.path or candidate.name).problems:
+            return True
+        r = Report()
+        self._signature(task, candidate, r)
+        return bool(r.failed())
 
     def _signature(self, task: Task, candidate: Candidate, r: Report) -> None:
         ref_tree, cand_tree = task.tree(), parse_source(candidate.source)
