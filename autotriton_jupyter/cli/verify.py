@@ -89,7 +89,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         try:
             with signals_held():  # an interrupt inside torch's import can abort the process
                 prestart.launch(options.sandbox)  # its start overlaps the judge's imports
-                from ..verify import Verifier
+                from ..verify import Verifier, static
 
             with Verifier(options, on_event=progress) as v:
                 v.pool.on_event = progress  # the fork server's start, in this command's lines
@@ -97,9 +97,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
                     v.pool.spares = 1
                 # The reference's worker first; the fork server then imports torch._dynamo
                 # (on a GPU) while the reference runs, for the candidate's worker forked after.
-                # A candidate the lint or the signature check refuses gets its verdict with
-                # no worker at all.
-                if not v.judged_statically(task, cand):
+                # A candidate the lint refuses gets its verdict with no worker at all.
+                if not static.lint(cand.source, cand.path or cand.name).problems:
                     v.pool.start_for_reference()
                 report = v.verify(task, cand)
                 if args.tune:

@@ -392,24 +392,29 @@ class Verifier(ReferencePrep, TimedChecks):
             r.add(check, FAIL, " ".join(dict.fromkeys(messages)))
         r.notes.extend(lint.notes)
         if not r.failed():
-            # A static check too: judged before any reference is run, as the lint is.
-            self._signature(task, candidate, r)
-        if not r.failed():
             t_ref = time.perf_counter()
+            # Judged after the reference has run (a reference that cannot run is the task's
+            # error, and a candidate that merely differs from a broken one is not to blame),
+            # but known now: a candidate it fails is not started beside the reference.
+            sig = Report()
+            self._signature(task, candidate, sig)
             # Where this verify runs the reference, the candidate starts on its first input
             # set meanwhile (firstrun.py).
             first = FirstRun(self.pool, lambda ref, run: self._first_part(ref, candidate, r, run))
             # A reference that cannot run is the caller's error. Held until this candidate
             # is judged: other tasks cannot push it out from under it meanwhile.
             try:
-                ref = self._prepare_beside(task, first)
+                ref = self._prepare_beside(task, first if not sig.failed() else None)
                 try:
                     r.seconds["reference"] = time.perf_counter() - t_ref
                     if ref.prepared_at >= t_ref:  # this report waited for it: where that went
                         r.seconds.update({f"reference_{k}": v for k, v in ref.prep_seconds.items()})
-                    return self._against(
-                        ref, candidate, r, before_timing, t0, first if first.started else None
-                    )
+                    for c in sig.checks:
+                        r.add(c.name, c.status, c.message)
+                    if not r.failed():
+                        return self._against(
+                            ref, candidate, r, before_timing, t0, first if first.started else None
+                        )
                 finally:
                     self.drop(ref)
             finally:
@@ -419,17 +424,17 @@ class Verifier(ReferencePrep, TimedChecks):
         r.seconds["total"] = time.perf_counter() - t0
         return r.finish(o.strict)
 
-    def _prepare_beside(self, task: Task, first: FirstRun) -> Reference:
+    def _prepare_beside(self, task: Task, first: FirstRun | None) -> Reference:
         """prepare(hold=True), with the candidate started on the first input set meanwhile.
         A reference that fails in a way the candidate beside it may have caused (out of
         time, memory or the GPU's memory: a candidate can starve it of the host's CPUs or
         take the device's memory) is run again without this candidate: its error is the
         task's only if it fails that way again. Its own errors are the task's at once."""
         try:
-            return self.prepare(task, hold=True, first_set=first.start)
+            return self.prepare(task, hold=True, first_set=first.start if first else None)
         except TaskError as e:
             cause = e.__cause__
-            if not first.started or not (
+            if first is None or not first.started or not (
                 isinstance(cause, WorkerFailure)
                 and (cause.kind in ("timeout", "memory", "crash", "lost") or _resources(cause.message))
             ):
@@ -534,15 +539,6 @@ class Verifier(ReferencePrep, TimedChecks):
 
         with ThreadPoolExecutor(max_workers=self.parallel) as ex:
             return list(ex.map(one, range(len(cands))))
-
-    def judged_statically(self, task: Task, candidate: Candidate) -> bool:
-        """Whether the lint or the signature check alone fails this candidate: its verify
-        then runs no worker and no reference."""
-        if static.lint(candidate.source, candidate.path or candidate.name).problems:
-            return True
-        r = Report()
-        self._signature(task, candidate, r)
-        return bool(r.failed())
 
     def _signature(self, task: Task, candidate: Candidate, r: Report) -> None:
         ref_tree, cand_tree = task.tree(), parse_source(candidate.source)
