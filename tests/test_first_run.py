@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -17,36 +18,14 @@ from autotriton_jupyter.verify.reference import ReferencePrep
 
 OPTIONS = dict(device="cpu", timeout=120, timing=False, parallel=1)
 
-KERNEL = '''
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def add_relu_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    y = tl.load(y_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, tl.maximum(x + y, 0.0), mask=mask)
-
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-        {init}
-
-    def forward(self, x, y):
-        out = torch.empty_like(x)
-        {launch}
-        return out
-'''
-LAUNCH = "add_relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)"
-# A candidate whose ModelNew cannot be built, and one whose kernel fails at its first launch.
-INIT_RAISES = KERNEL.format(init='raise ValueError("no model today")', launch=LAUNCH)
-LAUNCH_RAISES = KERNEL.format(init="pass", launch=LAUNCH.replace("BLOCK=1024", "BLOCK=1000"))
+# Made from the corpus's honest add_relu kernel: a candidate whose ModelNew cannot be built,
+# and one whose kernel fails at its first launch (a block that is not a power of two).
+HONEST = (Path(__file__).parent / "corpus" / "add_relu" / "pass_masked.py").read_text()
+INIT_RAISES = HONEST.replace(
+    "super().__init__()", 'super().__init__()\n        raise ValueError("no model today")'
+)
+LAUNCH_RAISES = HONEST.replace("BLOCK=1024)", "BLOCK=1000)")
+assert INIT_RAISES != HONEST and LAUNCH_RAISES != HONEST
 
 
 def _spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
