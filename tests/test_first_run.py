@@ -331,13 +331,14 @@ def test_a_set_left_out_for_memory_beside_a_candidate_is_made_again_without_it(c
 
 
 def test_a_candidate_out_of_memory_beside_its_reference_is_judged_again_alone(corpus, monkeypatch):
-    from autotriton_jupyter.verify.sandbox import WorkerFailure
-
     real_part = Verifier._first_part
 
     def first_part(self, *args):  # type: ignore[no-untyped-def]
         got = real_part(self, *args)
-        got["part"]["error"] = WorkerFailure("error", "OutOfMemoryError: CUDA out of memory", op="run")
+        # As a worker reports a forward that raised: a run with an error.
+        got["part"]["runs"] = [
+            {"set": 0, "error": "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "traceback": ""}
+        ]
         return got
 
     monkeypatch.setattr(Verifier, "_first_part", first_part)

@@ -42,6 +42,7 @@ class FirstRun:
         self._thread: threading.Thread | None = None
         self._worker: Worker | None = None
         self._cancelled = False
+        self._killed = False  # its worker's process, once (a second kill could race its release)
         self._done = False
         self._result: dict[str, Any] | None = None
         self._error: BaseException | None = None
@@ -51,14 +52,16 @@ class FirstRun:
         """Started, and not cancelled since: the judge takes its outcome."""
         return self._thread is not None and not self._cancelled
 
-    def start(self, ref: Reference) -> None:
-        """The reference's first set is there (prepare's first_set): start on it."""
+    def start(self, ref: Reference) -> bool:
+        """The reference's first set is there (prepare's first_set): start on it. False when
+        no thread could be had (the judge then loads and runs it after the reference)."""
         thread = threading.Thread(target=self._run, args=(ref,), name="autotriton-first-run", daemon=True)
         try:
             thread.start()
-        except RuntimeError:  # no thread to be had: the judge loads and runs it as before
-            return
+        except RuntimeError:
+            return False
         self._thread = thread
+        return True
 
     def _run(self, ref: Reference) -> None:
         try:
@@ -109,7 +112,9 @@ class FirstRun:
             if w is not None and self._done:
                 self._worker = None
             elif w is not None:
-                w.proc.kill()  # its command ends now; its thread releases it
+                if not self._killed:
+                    self._killed = True
+                    w.proc.kill()  # its command ends now; its thread releases it
                 w = None
         if w is not None:
             self._pool.release(w)

@@ -155,11 +155,12 @@ def _seconds(x: Any) -> float:
     return _number(x) or 0.0
 
 
-def _beside_trouble(begun: dict[str, Any]) -> bool:
-    """Whether the load or first part that ran beside the reference ran out of memory (the
-    host's or the GPU's), which the reference's may have taken."""
-    error = begun.get("error") or begun.get("part", {}).get("error")
-    return isinstance(error, WorkerFailure) and (error.kind == "memory" or _resources(error.message))
+def _short_of_memory(r: Report) -> bool:
+    """Whether a report failed for want of memory (the host's, the GPU's, a library's) in
+    its load or runs: its worker's limit, or an error that says so (a model built, a run)."""
+    return any(
+        c.name == "memory" or (c.name in ("load", "runs") and _resources(c.message)) for c in r.failed()
+    )
 
 
 def _parts(sizes: list[int], limit: int) -> list[list[int]]:
@@ -362,9 +363,24 @@ class Verifier(ReferencePrep, TimedChecks):
         report once correctness is judged and before the candidate is timed (the first
         verdict); it may block, for example until the GPU is free of other work, and
         returns False to skip the timing (an interrupted run).
+
+        A candidate that started beside its reference (firstrun.py) and failed for want of
+        memory, which the reference held too, is judged again from the start, alone.
         """
+        alone = False
+        asked: list[Report] = []  # the first verdicts given: a report past them is not judged again
+
+        def first_verdict(rep: Report) -> bool:
+            asked.append(rep)
+            return before_timing(rep) if before_timing is not None else True
+
+        gate = first_verdict if before_timing is not None else None
         for attempt in range(RETRIES_WHEN_LOST + 1):
-            report = self._verify_once(task, candidate, before_timing)
+            report, beside = self._verify_once(task, candidate, gate)
+            if beside and not alone and not asked and _short_of_memory(report):
+                alone = True  # once: the reference is kept now, so no candidate runs beside it
+                self.on_event(f"{report.candidate}: it ran out of memory beside its reference; again alone")
+                report, _ = self._verify_once(task, candidate, gate)
             if not any(c.name == "lost" for c in report.failed()) or attempt == RETRIES_WHEN_LOST:
                 return report
             self.on_event(f"{report.candidate}: its worker was lost with the fork server; again")
@@ -372,7 +388,8 @@ class Verifier(ReferencePrep, TimedChecks):
 
     def _verify_once(
         self, task: Task, candidate: Candidate, before_timing: Callable[[Report], bool] | None
-    ) -> Report:
+    ) -> tuple[Report, bool]:
+        """One judging; and whether the candidate started beside its reference."""
         t0 = time.perf_counter()
         o = self.options
         r = Report(
@@ -412,9 +429,11 @@ class Verifier(ReferencePrep, TimedChecks):
                     for c in sig.checks:
                         r.add(c.name, c.status, c.message)
                     if not r.failed():
-                        return self._against(
-                            ref, candidate, r, before_timing, t0, first if first.started else None
+                        beside = first.started
+                        report = self._against(
+                            ref, candidate, r, before_timing, t0, first if beside else None
                         )
+                        return report, beside
                 finally:
                     self.drop(ref)
             finally:
@@ -422,7 +441,7 @@ class Verifier(ReferencePrep, TimedChecks):
                 # event of it after this verify's answer).
                 first.cancel(wait_s=5.0)
         r.seconds["total"] = time.perf_counter() - t0
-        return r.finish(o.strict)
+        return r.finish(o.strict), False
 
     def _prepare_beside(self, task: Task, first: FirstRun | None) -> Reference:
         """prepare(hold=True), with the candidate started on the first input set meanwhile.
@@ -482,15 +501,8 @@ class Verifier(ReferencePrep, TimedChecks):
             begun = None
             if first is not None:
                 w, begun = first.take()
-                if _beside_trouble(begun):
-                    # Out of memory beside its reference, which held memory too: judged
-                    # again from the start, alone (a worker of its own, as before).
-                    self.on_event(f"{r.candidate}: it ran out of memory beside its reference; again alone")
-                    release()
-                    begun = None
-                else:
-                    r.seconds["worker_wait"] = begun["worker_wait"]
-            if begun is None:
+                r.seconds["worker_wait"] = begun["worker_wait"]
+            else:
                 w0 = time.perf_counter()
                 w = self.pool.acquire()
                 r.seconds["worker_wait"] = time.perf_counter() - w0

@@ -193,7 +193,8 @@ def _out_of_memory(message: str) -> bool:
 def _resources(message: str) -> bool:
     """An error that memory someone else held can cause (the GPU's, the host's, a
     library's workspace), not one of the reference's own."""
-    return _out_of_memory(message) or "alloc" in message.lower()
+    text = message.lower()
+    return _out_of_memory(text) or "alloc" in text or "cudnn" in text or "cublas" in text
 
 
 def _left_out(s: dict[str, Any], spec: dict[str, Any], first: dict[str, Any]) -> str | None:
@@ -228,7 +229,7 @@ class ReferencePrep:
         """Encode the input sets' messages ahead of the first candidate (judge.py does)."""
 
     def prepare(
-        self, task: Task, hold: bool = False, first_set: Callable[[Reference], None] | None = None
+        self, task: Task, hold: bool = False, first_set: Callable[[Reference], bool] | None = None
     ) -> Reference:
         """Run the reference once for this task: parameters, fresh input sets, outputs.
 
@@ -238,7 +239,8 @@ class ReferencePrep:
 
         first_set: called when this call runs the reference (not when it is kept) as soon as
         its first input set and its init sets have run, with the Reference as it is then: a
-        candidate can start on that set while the reference draws the others. Its task,
+        candidate can start on that set while the reference draws the others (it returns
+        whether one did). Its task,
         worker, seed, init_inputs, state, machine and init_variants are final then, and
         `sets` holds fresh-1 alone; nothing else of it may be read before prepare returns."""
         o = self.options
@@ -272,7 +274,7 @@ class ReferencePrep:
             if ref.retired and ref.users == 0:
                 self.pool.release(ref.worker)
 
-    def _prepare(self, task: Task, first_set: Callable[[Reference], None] | None = None) -> Reference:
+    def _prepare(self, task: Task, first_set: Callable[[Reference], bool] | None = None) -> Reference:
         o = self.options
         t_start = time.perf_counter()
         # The model seed and the input seeds are independent draws, so a candidate that reads
@@ -335,8 +337,7 @@ class ReferencePrep:
                     kept.extend(i for i in inits if _left_out(by_spec[i], specs[i], done[0]) is None)
                     ref.init_variants = [specs[i]["init"] for i in kept]
                     ref.sets = [done[0]]
-                    if first_set is not None:
-                        first_set(ref)
+                    if first_set is not None and first_set(ref):
                         beside.extend(order[len(done):])
 
                 got = self._trials(w, [specs[i] for i in order], 1 + len(inits), ahead)
