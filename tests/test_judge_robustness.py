@@ -187,3 +187,19 @@ def test_the_judge_made_sets_are_compared_while_the_worker_runs_on(corpus, monke
     # candidate's first output, once for each judging of the runs, as before).
     pairs = [(o, w) for _, o, w in seen if w not in outputs]
     assert len(pairs) == len(set(pairs))
+
+
+def test_checks_whose_runs_a_wrong_answer_cut_short_are_skipped_not_passed(corpus):
+    """A candidate wrong on the first input set stops the plan there: the repeat, refill
+    and judge-made runs never ran, so their checks say so rather than `pass`."""
+    task = Task.from_file(corpus / "add_relu" / "task.py")
+    wrong = Candidate.from_file(corpus / "add_relu" / "fail_sub.py")
+    with Verifier(VerifyOptions(device="cpu", seed=5, timeout=60, timing=False)) as v:
+        r = v.verify(task, wrong)
+        sets = len(next(iter(v._refs.values())).sets)
+    status = {c.name: c.status for c in r.checks}
+    assert r.verdict == "fail" and status["correctness"] == FAIL
+    assert len(r.correctness["detail"]) < sets  # it did stop early
+    for name in ("judge_inputs", "stale_cache", "repeatability"):
+        assert status[name] == "skip", (name, status)
+    assert "runs" not in {c["check"] for c in r.reasons}

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from autotriton_jupyter.verify.report import FAIL, PASS, Report, format_text
+from autotriton_jupyter.verify.report import FAIL, PASS, SKIP, Report, format_text
 
 
 def test_verdict_follows_checks_and_round_trips():
@@ -21,6 +21,18 @@ def test_verdict_follows_checks_and_round_trips():
     assert r.reasons == [{"check": "correctness", "message": "first reason"}]
     back = Report.from_dict(json.loads(r.to_json()))
     assert back == r
+
+
+def test_a_skipped_check_takes_a_later_failure_and_never_fails_alone():
+    r = Report()
+    r.add("lint", PASS)
+    r.add("stale_cache", SKIP, "not reached")
+    assert r.finish().verdict == "pass"
+    r.add("stale_cache", PASS)
+    assert [c.status for c in r.checks] == [PASS, SKIP]
+    r.add("stale_cache", FAIL, "a cached result")
+    assert r.finish().verdict == "fail"
+    assert r.reasons == [{"check": "stale_cache", "message": "a cached result"}]
 
 
 def test_empty_report_never_passes():

@@ -38,7 +38,7 @@ from .reference import (
     _resources,
     _still_running,
 )
-from .report import CONDITIONAL, FAIL, INCONCLUSIVE, PASS, Report
+from .report import CONDITIONAL, FAIL, INCONCLUSIVE, PASS, SKIP, Report
 from .sandbox import Pool, Worker, WorkerFailure
 from .timed import REPLY_SLACK, TimedChecks, _check_kept, _check_prints, _fmt_ops, _number
 
@@ -1207,9 +1207,19 @@ class Verifier(ReferencePrep, TimedChecks):
             r.add("runs", FAIL, "the worker stopped before all runs finished.")
         r.add("runs", PASS)
         r.add("correctness", PASS)
-        r.add("judge_inputs", PASS)
-        r.add("stale_cache", PASS)
-        r.add("repeatability", PASS)
+        # A check whose runs were not reached (the plan stopped at a wrong answer) is
+        # skipped, not passed: nothing was learnt about it.
+        ran = {p["kind"] for p in plan[: len(runs)]}
+        made = any(_made_by_judge(s["label"]) for s in ref.sets)
+        for name, kind, needed in (
+            ("judge_inputs", "judge-made", made),
+            ("stale_cache", "refill", len(ref.own_shape) > 1),
+            ("repeatability", "repeat", True),
+        ):
+            if kind in ran or not needed:
+                r.add(name, PASS)
+            else:
+                r.add(name, SKIP, "not reached: the runs stopped at the first wrong answer")
         r.correctness = {
             "input_sets": len(ref.sets),
             "runs": len(detail),

@@ -80,10 +80,11 @@ class Report:
     schema: int = SCHEMA_VERSION
 
     def add(self, name: str, status: str, message: str = "") -> None:
-        """Record a check outcome; the first failure of a check is the one kept."""
+        """Record a check outcome; the first failure of a check is the one kept (a check
+        passed or skipped before takes a later failure)."""
         for c in self.checks:
             if c.name == name:
-                if c.status == PASS and status != PASS:
+                if c.status in (PASS, SKIP) and status not in (PASS, SKIP):
                     c.status, c.message = status, message
                 return
         self.checks.append(Check(name, status, message))
