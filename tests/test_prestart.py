@@ -206,3 +206,42 @@ def test_an_early_server_preloads_only_where_no_gpu_worker_can_be(tmp_path, node
     launched = prestart.Launched.__new__(prestart.Launched)
     launched.workdir, launched.sandboxed, launched.made_of = tmp_path, True, ({}, nodes)
     assert ("preload" in launched._argv(5)) is preload
+
+
+def test_scratch_folders_of_killed_processes_are_swept_and_no_other(tmp_path):
+    """A pool's folder names its process; one whose process ended without removing it
+    (killed) goes when the next pool starts; a live process's folder, a folder without an
+    owner file, and one of a pid now reused by another process are told apart."""
+    gone = subprocess.Popen(["sleep", "30"])
+    said = prestart._owner(gone.pid)
+    gone.kill()
+    gone.wait()
+    live = subprocess.Popen(["sleep", "30"])
+    try:
+        folders = {}
+        for name, owner in [
+            ("dead", said),
+            ("mine", prestart._owner(os.getpid())),
+            ("live", prestart._owner(live.pid)),
+            ("reused", f"{os.getpid()} 1"),  # our pid, another start time
+            ("unnamed", None),
+        ]:
+            d = tmp_path / f"{prestart.SCRATCH_PREFIX}{name}"
+            d.mkdir()
+            (d / "forkserver.log").write_text("")
+            if owner is not None:
+                (d / "owner").write_text(owner)
+            folders[name] = d
+        (tmp_path / "other-dead").mkdir()
+        (tmp_path / "other-dead" / "owner").write_text(said or "")
+        prestart._sweep(tmp_path)
+        assert {n for n, d in folders.items() if d.exists()} == {"mine", "live", "unnamed"}
+        assert (tmp_path / "other-dead").exists()
+        made = prestart.scratch_dir()
+        try:
+            assert (Path(made.name) / "owner").read_text() == prestart._owner(os.getpid())
+        finally:
+            made.cleanup()
+    finally:
+        live.kill()
+        live.wait()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -36,11 +37,42 @@ WORKER_ENV = {
 }
 
 
+SCRATCH_PREFIX = "autotriton-verify-"
+
+
 def scratch_dir() -> tempfile.TemporaryDirectory:
-    """A pool's own folder (the fork server's log and the sandbox's /etc files), private."""
-    d = tempfile.TemporaryDirectory(prefix="autotriton-verify-")
+    """A pool's own folder (the fork server's log and the sandbox's /etc files), private.
+    It names the process it belongs to, and those left by processes that were killed are
+    removed first (_sweep)."""
+    _sweep(Path(tempfile.gettempdir()))
+    d = tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX)
     os.chmod(d.name, 0o700)
+    (Path(d.name) / "owner").write_text(_owner(os.getpid()) or "")
     return d
+
+
+def _owner(pid: int) -> str | None:
+    """A process named so that a later one with the same pid is not taken for it: its pid
+    and start time (None when it has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return f"{pid} {stat.rsplit(')', 1)[1].split()[19]}"
+
+
+def _sweep(tmp: Path) -> None:
+    """Remove our scratch folders whose owner process has ended (killed: a folder is
+    otherwise removed when its pool closes). A folder without an owner file is left."""
+    for d in tmp.glob(SCRATCH_PREFIX + "*"):
+        try:
+            if d.stat().st_uid != os.getuid():
+                continue
+            said = (d / "owner").read_text().strip()
+            if said and _owner(int(said.split()[0])) != said:
+                shutil.rmtree(d, ignore_errors=True)
+        except (OSError, ValueError):
+            continue
 
 
 class Launched:
