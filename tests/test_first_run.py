@@ -146,6 +146,28 @@ def test_a_reference_that_fails_after_its_first_set_leaves_no_candidate_worker(t
     assert ok.verdict == "pass", ok.reasons
 
 
+def test_a_reference_that_crashes_says_on_which_input_sets(tmp_path, corpus):
+    """Its second forward ends the process: run again without the candidate, it does so
+    again, and the task's error names the sets that message carried."""
+    task_path = tmp_path / "task.py"
+    task_path.write_text(
+        "import ctypes\nimport torch\nimport torch.nn as nn\n\nCALLS = [0]\n\n\n"
+        "class Model(nn.Module):\n    def forward(self, x, y):\n        CALLS[0] += 1\n"
+        "        if CALLS[0] > 1:\n            ctypes.string_at(0)\n"
+        "        return torch.relu(x + y)\n\n\n"
+        "def get_inputs():\n    return [torch.randn(64), torch.randn(64)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    with Verifier(VerifyOptions(seed=2, **OPTIONS)) as v:
+        with pytest.raises(TaskError) as e:
+            v.verify(Task.from_file(task_path), Candidate.from_file(corpus / "add_relu" / "pass_masked.py"))
+    assert re.search(
+        r"cannot be run: The reference \(on input sets 'fresh-2' to '[a-z0-9-]+'\) crashed the "
+        r"worker process \(SIGSEGV",
+        str(e.value),
+    ), str(e.value)
+
+
 def test_a_candidate_the_signature_fails_is_not_started_beside_the_reference(corpus, monkeypatch):
     began = _spy(monkeypatch)
     task = Task.from_file(corpus / "add_relu" / "task.py")

@@ -222,6 +222,12 @@ def _left_out(s: dict[str, Any], spec: dict[str, Any], first: dict[str, Any]) ->
     return None
 
 
+def _on(specs: list[dict]) -> str:
+    """The reference at work on these input sets, for a failure's message."""
+    sets = f"'{specs[0]['label']}'" + (f" to '{specs[-1]['label']}'" if len(specs) > 1 else "")
+    return f"The reference (on input set{'s' if len(specs) > 1 else ''} {sets})"
+
+
 class ReferencePrep:
     """Verifier's reference steps: prepare a task's reference (kept per task) and time it."""
 
@@ -418,7 +424,7 @@ class ReferencePrep:
         The first set's size (inputs and outputs) sets how many go in one message.
         """
         o = self.options
-        got = w.call("trials", o.timeout, "The reference", sets=specs[:1])
+        got = w.call("trials", o.timeout, _on(specs[:1]), sets=specs[:1])
         sets = got["sets"]
         spent = dict(got.get("seconds") or {})
         each = max((_nbytes([s.get("inputs"), s.get("outputs")]) for s in sets), default=0)
@@ -430,7 +436,7 @@ class ReferencePrep:
             end = min(k + per, ahead if k < ahead else len(specs))
             if len(specs) > 1 + per:
                 self.on_event(f"reference: input sets {k + 1}-{end} of {len(specs)}")
-            part = w.call("trials", o.timeout, "The reference", sets=specs[k:end])
+            part = w.call("trials", o.timeout, _on(specs[k:end]), sets=specs[k:end])
             sets += part["sets"]
             for key, v in (part.get("seconds") or {}).items():
                 spent[key] = spent.get(key, 0.0) + v
