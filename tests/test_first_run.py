@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from autotriton_jupyter.task import Candidate, Task, TaskError
-from autotriton_jupyter.verify import Verifier, VerifyOptions
+from autotriton_jupyter.verify import Verifier, VerifyOptions, reference
 from autotriton_jupyter.verify.firstrun import FirstRun
 from autotriton_jupyter.verify.reference import ReferencePrep
 
@@ -298,13 +298,27 @@ def test_a_candidate_builds_only_the_init_variants_its_reference_kept(tmp_path, 
     assert began == ["cand"]
     assert loads == [[[16, 0.75]], [[16, 0.75]]]
     assert [(s["label"], s.get("model")) for s in ref.sets if "init" in s] == [("init-scaled", 1)]
-    assert any(
-        "init-shifted input variant (both models built with its integers one larger)" in n
-        and "other shapes" in n and "cannot take" not in n
-        for n in ref.notes
-    ), ref.notes
+    assert (
+        "the init-shifted input variant (the models built again with its integers one larger) was "
+        "left out: its outputs have other shapes (as when those integers are sizes)"
+    ) in ref.notes, ref.notes
     assert after.verdict == ahead.verdict == verdict, (after.reasons, ahead.reasons)
     assert _summary(ahead) == _summary(after)
+
+
+@pytest.mark.parametrize(
+    "label,why,hint",
+    [
+        ("init-shifted", "its forward raised RuntimeError: mat1 and mat2 shapes cannot be multiplied", True),
+        ("init-shifted", "building it raised ValueError: in_channels must be divisible by groups", False),
+        ("init-shifted", "its forward raised OutOfMemoryError: CUDA out of memory", False),
+        ("init-scaled", "its forward raised RuntimeError: shapes cannot be multiplied", False),
+    ],
+)
+def test_an_init_variant_left_out_says_why_and_names_sizes_only_where_they_may_be_why(label, why, hint):
+    note = reference._left_out({"label": label, "skipped": why}, {"init": [1]}, {})
+    assert note is not None and note.endswith(why + (" (as when those integers are sizes)" if hint else ""))
+    assert "cannot take" not in note
 
 
 def test_on_a_gpu_a_candidate_wrong_on_its_first_set_still_gets_the_first_message_runs(monkeypatch):

@@ -203,3 +203,29 @@ def test_checks_whose_runs_a_wrong_answer_cut_short_are_skipped_not_passed(corpu
     for name in ("judge_inputs", "stale_cache", "repeatability"):
         assert status[name] == "skip", (name, status)
     assert "runs" not in {c["check"] for c in r.reasons}
+
+
+def test_judge_inputs_is_not_called_passed_when_a_wrong_answer_hid_its_failures():
+    """Wrong on a set get_inputs() drew and on two the judge made: correctness fails, the
+    judge-made failures become a note that counts them, and judge_inputs is `skip`."""
+    import torch
+
+    from autotriton_jupyter.verify.reference import Reference
+
+    want = torch.ones(8)
+    labels = ["fresh-1", "fresh-2", "signed", "scaled"]
+    sets = [{"label": x, "inputs": [want], "outputs": want} for x in labels]
+    ref = Reference(task=None, worker=None, seed=0, init_inputs=[], state={}, sets=sets)  # type: ignore[arg-type]
+    obs = dict(
+        output_problem=None, launches={"k": 1}, foreign_launches=[], compute_ops={},
+        host_ops={}, aliased=False, mutated=[], py_threads=0, native_threads=0, streams=[],
+    )
+    outs = [want, want + 1, want + 1, want + 1]  # right on fresh-1 only
+    plan = [{"set": i, "slot": i, "kind": "judge-made" if i > 1 else "fresh"} for i in range(4)]
+    runs = [{"obs": obs, "outputs": o} for o in outs]
+    with Verifier(VerifyOptions(device="cpu", timing=False)) as v:
+        r = Report()
+        v._runs(ref, plan, runs, r)
+    status = {c.name: c.status for c in r.checks}
+    assert status["correctness"] == FAIL and status["judge_inputs"] == "skip", status
+    assert "also wrong on 2 input sets the judge made" in r.notes, r.notes

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -208,22 +209,27 @@ def test_an_early_server_preloads_only_where_no_gpu_worker_can_be(tmp_path, node
     assert ("preload" in launched._argv(5)) is preload
 
 
-def test_scratch_folders_of_killed_processes_are_swept_and_no_other(tmp_path):
+def test_scratch_folders_of_killed_processes_are_swept_and_no_other(tmp_path, monkeypatch):
     """A pool's folder names its process; one whose process ended without removing it
-    (killed) goes when the next pool starts; a live process's folder, a folder without an
-    owner file, and one of a pid now reused by another process are told apart."""
+    (killed) goes when the next pool starts. A live process's folder, one without an owner
+    file, one whose owner another machine or pid namespace saw, a link and another
+    program's folder are left; one whose pid another process now has goes."""
     gone = subprocess.Popen(["sleep", "30"])
     said = prestart._owner(gone.pid)
     gone.kill()
     gone.wait()
     live = subprocess.Popen(["sleep", "30"])
+    assert said is not None
+    pid, start, here = said.split()
     try:
         folders = {}
         for name, owner in [
             ("dead", said),
             ("mine", prestart._owner(os.getpid())),
             ("live", prestart._owner(live.pid)),
-            ("reused", f"{os.getpid()} 1"),  # our pid, another start time
+            ("reused", f"{os.getpid()} 1 {here}"),  # our pid, another start time
+            ("elsewhere", f"{pid} {start} another-boot/pid:[1]/{here.rsplit('/', 1)[1]}"),
+            ("old-format", f"{pid} {start}"),
             ("unnamed", None),
         ]:
             d = tmp_path / f"{prestart.SCRATCH_PREFIX}{name}"
@@ -233,15 +239,19 @@ def test_scratch_folders_of_killed_processes_are_swept_and_no_other(tmp_path):
                 (d / "owner").write_text(owner)
             folders[name] = d
         (tmp_path / "other-dead").mkdir()
-        (tmp_path / "other-dead" / "owner").write_text(said or "")
-        prestart._sweep(tmp_path)
-        assert {n for n, d in folders.items() if d.exists()} == {"mine", "live", "unnamed"}
-        assert (tmp_path / "other-dead").exists()
-        made = prestart.scratch_dir()
+        (tmp_path / "other-dead" / "owner").write_text(said)
+        (tmp_path / f"{prestart.SCRATCH_PREFIX}link").symlink_to(folders["dead"])
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+        made = prestart.scratch_dir()  # sweeps first
         try:
+            assert Path(made.name).parent == tmp_path
             assert (Path(made.name) / "owner").read_text() == prestart._owner(os.getpid())
         finally:
             made.cleanup()
+        left = {n for n, d in folders.items() if d.exists()}
+        assert left == {"mine", "live", "elsewhere", "old-format", "unnamed"}, left
+        assert (tmp_path / "other-dead").exists()
+        assert (tmp_path / f"{prestart.SCRATCH_PREFIX}link").is_symlink()
     finally:
         live.kill()
         live.wait()

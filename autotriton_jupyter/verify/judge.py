@@ -1202,7 +1202,9 @@ class Verifier(ReferencePrep, TimedChecks):
             judged = [c for c in r.checks if c.name == "judge_inputs" and c.status == CONDITIONAL]
             r.checks = [c for c in r.checks if c not in judged]
             if judged:
-                r.notes.append(f"also wrong on {len(judged)} input sets the judge made")
+                n = len({d["set"] for d in detail if not d["ok"] and _made_by_judge(d["set"])})
+                r.notes.append(f"also wrong on {n} input set{'s' if n != 1 else ''} the judge made")
+                r.add("judge_inputs", SKIP, "not judged: already wrong on the task's own inputs")
         if len(runs) < len(plan):
             r.add("runs", FAIL, "the worker stopped before all runs finished.")
         r.add("runs", PASS)

@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -51,25 +52,43 @@ def scratch_dir() -> tempfile.TemporaryDirectory:
     return d
 
 
-def _owner(pid: int) -> str | None:
-    """A process named so that a later one with the same pid is not taken for it: its pid
-    and start time (None when it has ended)."""
+def _here() -> str | None:
+    """Where pids mean what they say: this boot of this machine, this pid namespace (a
+    temporary folder shared by containers, namespaces or hosts holds folders whose owners
+    this process cannot see). None when /proc does not tell."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        return f"{boot}/{os.readlink('/proc/self/ns/pid')}/{socket.gethostname()}".replace(" ", "_")
     except OSError:
         return None
-    return f"{pid} {stat.rsplit(')', 1)[1].split()[19]}"
+
+
+def _owner(pid: int) -> str | None:
+    """A process named so that a later one with the same pid, or one that another machine
+    or pid namespace sees, is not taken for it: its pid, start time and _here() (None when
+    it has ended or /proc does not tell)."""
+    here = _here()
+    try:
+        line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return None if here is None else f"{pid} {line.rsplit(')', 1)[1].split()[19]} {here}"
 
 
 def _sweep(tmp: Path) -> None:
     """Remove our scratch folders whose owner process has ended (killed: a folder is
-    otherwise removed when its pool closes). A folder without an owner file is left."""
+    otherwise removed when its pool closes). Only those whose owner this process can see
+    (_here()); a folder without an owner file is left."""
+    here = _here()
+    if here is None:
+        return
     for d in tmp.glob(SCRATCH_PREFIX + "*"):
         try:
-            if d.stat().st_uid != os.getuid():
+            st = os.lstat(d)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
                 continue
-            said = (d / "owner").read_text().strip()
-            if said and _owner(int(said.split()[0])) != said:
+            said = (d / "owner").read_text().strip().split()
+            if len(said) == 3 and said[2] == here and _owner(int(said[0])) != " ".join(said):
                 shutil.rmtree(d, ignore_errors=True)
         except (OSError, ValueError):
             continue

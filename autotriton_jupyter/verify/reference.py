@@ -204,11 +204,13 @@ def _left_out(s: dict[str, Any], spec: dict[str, Any], first: dict[str, Any]) ->
     if "skipped" not in s and "init" in spec and _shapes(s["outputs"]) != _shapes(first["outputs"]):
         s = {"label": label, "skipped": "its outputs have other shapes"}
     if "skipped" in s and label in INIT_SETS:
-        # Seldom the reference's fault: the arguments varied are mostly sizes.
+        # Most often not the reference's fault: an int argument that is a size.
+        why = s["skipped"]
         how = "its integers one larger" if label == INIT_INT_SET else f"its floats times {INIT_SCALE}"
+        sizes = label == INIT_INT_SET and not why.startswith("building") and not _resources(why)
         return (
-            f"the {label} input variant (both models built with {how}) does not fit the "
-            f"task's inputs ({s['skipped']}), as when those arguments are sizes, so it was left out"
+            f"the {label} input variant (the models built again with {how}) was left out: "
+            f"{why}{' (as when those integers are sizes)' if sizes else ''}"
         )
     if "skipped" in s:
         return f"the reference cannot take the {label} input variant ({s['skipped']}), so it was left out"

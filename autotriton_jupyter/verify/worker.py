@@ -465,7 +465,7 @@ class WorkerState:
                 try:
                     model = self._init_variant(spec["init"])
                 except BaseException as e:
-                    results.append({"label": spec["label"], "skipped": _describe(e)})
+                    results.append({"label": spec["label"], "skipped": f"building it raised {_describe(e)}"})
                     continue
             try:
                 with torch.no_grad():
@@ -476,7 +476,10 @@ class WorkerState:
                     torch.cuda.synchronize()
             except BaseException as e:
                 if spec["variant"] != "none" or "init" in spec:  # a variant it does not take: left out
-                    results.append({"label": spec["label"], "skipped": _describe(e)})
+                    why = _describe(e)
+                    results.append(
+                        {"label": spec["label"], "skipped": f"its forward raised {why}" if "init" in spec else why}
+                    )
                     continue
                 on = f" on input set '{spec['label']}'" if spec.get("shapes") is not None else ""
                 raise WorkerError(f"The reference forward raised {_describe(e)}{on}") from e
