@@ -215,7 +215,7 @@ def test_scratch_folders_of_killed_processes_are_swept_and_no_other(tmp_path, mo
     file, one whose owner another machine or pid namespace saw, a link and another
     program's folder are left; one whose pid another process now has goes."""
     gone = subprocess.Popen(["sleep", "30"])
-    said = prestart._owner(gone.pid)
+    said = prestart._owner(gone.pid, prestart._here())
     gone.kill()
     gone.wait()
     live = subprocess.Popen(["sleep", "30"])
@@ -225,8 +225,8 @@ def test_scratch_folders_of_killed_processes_are_swept_and_no_other(tmp_path, mo
         folders = {}
         for name, owner in [
             ("dead", said),
-            ("mine", prestart._owner(os.getpid())),
-            ("live", prestart._owner(live.pid)),
+            ("mine", prestart._owner(os.getpid(), prestart._here())),
+            ("live", prestart._owner(live.pid, prestart._here())),
             ("reused", f"{os.getpid()} 1 {here}"),  # our pid, another start time
             ("elsewhere", f"{pid} {start} another-boot/pid:[1]/{here.rsplit('/', 1)[1]}"),
             ("old-format", f"{pid} {start}"),
@@ -245,7 +245,7 @@ def test_scratch_folders_of_killed_processes_are_swept_and_no_other(tmp_path, mo
         made = prestart.scratch_dir()  # sweeps first
         try:
             assert Path(made.name).parent == tmp_path
-            assert (Path(made.name) / "owner").read_text() == prestart._owner(os.getpid())
+            assert (Path(made.name) / "owner").read_text() == prestart._owner(os.getpid(), prestart._here())
         finally:
             made.cleanup()
         left = {n for n, d in folders.items() if d.exists()}

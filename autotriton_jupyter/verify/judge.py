@@ -372,7 +372,8 @@ class Verifier(ReferencePrep, TimedChecks):
 
         def first_verdict(rep: Report) -> bool:
             asked.append(rep)
-            return before_timing(rep) if before_timing is not None else True
+            assert before_timing is not None  # only passed on when there is one
+            return before_timing(rep)
 
         gate = first_verdict if before_timing is not None else None
         for attempt in range(RETRIES_WHEN_LOST + 1):

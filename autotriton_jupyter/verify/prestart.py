@@ -45,10 +45,11 @@ def scratch_dir() -> tempfile.TemporaryDirectory:
     """A pool's own folder (the fork server's log and the sandbox's /etc files), private.
     It names the process it belongs to, and those left by processes that were killed are
     removed first (_sweep)."""
-    _sweep(Path(tempfile.gettempdir()))
+    here = _here()
+    _sweep(Path(tempfile.gettempdir()), here)
     d = tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX)
     os.chmod(d.name, 0o700)
-    (Path(d.name) / "owner").write_text(_owner(os.getpid()) or "")
+    (Path(d.name) / "owner").write_text(_owner(os.getpid(), here) or "")
     return d
 
 
@@ -63,11 +64,10 @@ def _here() -> str | None:
         return None
 
 
-def _owner(pid: int) -> str | None:
+def _owner(pid: int, here: str | None) -> str | None:
     """A process named so that a later one with the same pid, or one that another machine
-    or pid namespace sees, is not taken for it: its pid, start time and _here() (None when
-    it has ended or /proc does not tell)."""
-    here = _here()
+    or pid namespace sees, is not taken for it: its pid, start time and `here` (_here();
+    None when it has ended or /proc does not tell)."""
     try:
         line = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -75,11 +75,10 @@ def _owner(pid: int) -> str | None:
     return None if here is None else f"{pid} {line.rsplit(')', 1)[1].split()[19]} {here}"
 
 
-def _sweep(tmp: Path) -> None:
+def _sweep(tmp: Path, here: str | None) -> None:
     """Remove our scratch folders whose owner process has ended (killed: a folder is
     otherwise removed when its pool closes). Only those whose owner this process can see
-    (_here()); a folder without an owner file is left."""
-    here = _here()
+    (`here`, _here()); a folder without an owner file is left."""
     if here is None:
         return
     for d in tmp.glob(SCRATCH_PREFIX + "*"):
@@ -88,7 +87,7 @@ def _sweep(tmp: Path) -> None:
             if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
                 continue
             said = (d / "owner").read_text().strip().split()
-            if len(said) == 3 and said[2] == here and _owner(int(said[0])) != " ".join(said):
+            if len(said) == 3 and said[2] == here and _owner(int(said[0]), here) != " ".join(said):
                 shutil.rmtree(d, ignore_errors=True)
         except (OSError, ValueError):
             continue
