@@ -72,10 +72,15 @@ def test_the_first_part_runs_while_the_reference_draws_the_other_sets(corpus, mo
 
     monkeypatch.setattr(ReferencePrep, "_trials", trials)
     task = Task.from_file(corpus / "add_relu" / "task.py")
-    with Verifier(VerifyOptions(seed=3, **OPTIONS)) as v:
+    events: list[str] = []
+    with Verifier(VerifyOptions(seed=3, **OPTIONS), on_event=events.append) as v:
         r = v.verify(task, Candidate.from_file(corpus / "add_relu" / "pass_masked.py"))
     assert r.verdict == "pass", r.reasons
     assert began == ["pass_masked"]
+    # its progress says which part ran first, before the parts counted once the plan is known
+    first = [i for i, e in enumerate(events) if "(part 1, while the reference makes" in e]
+    later = [i for i, e in enumerate(events) if re.search(r"pass_masked: .*\(\d+/\d+\)$", e)]
+    assert first and all(first[0] < i for i in later), events
     assert len(r.correctness["detail"]) == len(v._refs[next(iter(v._refs))].sets) + 3  # + repeat, refill, late
 
 
@@ -162,7 +167,7 @@ def test_a_reference_that_crashes_says_on_which_input_sets(tmp_path, corpus):
         with pytest.raises(TaskError) as e:
             v.verify(Task.from_file(task_path), Candidate.from_file(corpus / "add_relu" / "pass_masked.py"))
     assert re.search(
-        r"cannot be run: The reference \(on input sets 'fresh-2' to '[a-z0-9-]+'\) crashed the "
+        r"cannot be run on input sets 'fresh-2' to '[a-z0-9-]+': it crashed the "
         r"worker process \(SIGSEGV",
         str(e.value),
     ), str(e.value)

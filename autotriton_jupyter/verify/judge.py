@@ -921,7 +921,7 @@ class Verifier(ReferencePrep, TimedChecks):
         o, name = self.options, r.candidate
         label = ", ".join(_run_label(ref, plan[i]) for i in part)
         if count is None:
-            self.on_event(f"{name}: {label} (while the reference makes its other input sets)")
+            self.on_event(f"{name}: {label} (part 1, while the reference makes its other input sets)")
         elif count > 1:
             self.on_event(f"{name}: {label} ({number + 1}/{count})")
         t0 = time.perf_counter()

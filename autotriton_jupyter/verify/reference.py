@@ -225,9 +225,9 @@ def _left_out(s: dict[str, Any], spec: dict[str, Any], first: dict[str, Any]) ->
 
 
 def _on(specs: list[dict]) -> str:
-    """The reference at work on these input sets, for a failure's message."""
+    """These input sets, for a failure's message: "input sets 'fresh-2' to 'zeros'"."""
     sets = f"'{specs[0]['label']}'" + (f" to '{specs[-1]['label']}'" if len(specs) > 1 else "")
-    return f"The reference (on input set{'s' if len(specs) > 1 else ''} {sets})"
+    return f"input set{'s' if len(specs) > 1 else ''} {sets}"
 
 
 class ReferencePrep:
@@ -310,7 +310,7 @@ class ReferencePrep:
                 t_load = time.perf_counter()
                 with _still_running(self.on_event, "reference: importing and building it", o.timeout):
                     loaded = w.call(
-                        "load_reference", o.timeout, "The reference", source=task.source, seed=seed
+                        "load_reference", o.timeout, "it", source=task.source, seed=seed
                     )
                 t_sets = time.perf_counter()
                 ref = Reference(task, w, seed, loaded["init_inputs"], loaded["state"], [])
@@ -368,8 +368,9 @@ class ReferencePrep:
                 raise TaskError(
                     f"--shapes does not fit {task.path or task.name}: {f.message}"
                 ) from f
+            on = f" on {f.where}" if f.where else ""
             raise TaskError(
-                f"The reference {task.path or task.name} cannot be run: {f.message}{detail}"
+                f"The reference {task.path or task.name} cannot be run{on}: {f.message}{detail}"
             ) from f
         by_spec = dict(zip(order, got["sets"]))
         worker_index = 0
@@ -426,7 +427,15 @@ class ReferencePrep:
         The first set's size (inputs and outputs) sets how many go in one message.
         """
         o = self.options
-        got = w.call("trials", o.timeout, _on(specs[:1]), sets=specs[:1])
+
+        def run(part: list[dict]) -> dict[str, Any]:
+            try:
+                return w.call("trials", o.timeout, "it", sets=part)
+            except WorkerFailure as f:
+                f.where = _on(part)
+                raise
+
+        got = run(specs[:1])
         sets = got["sets"]
         spent = dict(got.get("seconds") or {})
         each = max((_nbytes([s.get("inputs"), s.get("outputs")]) for s in sets), default=0)
@@ -438,7 +447,7 @@ class ReferencePrep:
             end = min(k + per, ahead if k < ahead else len(specs))
             if len(specs) > 1 + per:
                 self.on_event(f"reference: input sets {k + 1}-{end} of {len(specs)}")
-            part = w.call("trials", o.timeout, _on(specs[k:end]), sets=specs[k:end])
+            part = run(specs[k:end])
             sets += part["sets"]
             for key, v in (part.get("seconds") or {}).items():
                 spent[key] = spent.get(key, 0.0) + v

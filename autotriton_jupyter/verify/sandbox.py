@@ -57,6 +57,7 @@ class WorkerFailure(Exception):
         self.message = message
         self.log = log
         self.traceback = traceback
+        self.where = ""  # on what it failed, set by a caller that knows (e.g. "input set 'fresh-2'")
 
 
 def _signal_name(code: int) -> str:
