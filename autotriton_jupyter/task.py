@@ -84,12 +84,19 @@ class Task:
 
     def check(self) -> None:
         """Raise TaskError unless the source parses and defines the three entry points."""
-        missing = [n for n in ENTRY_POINTS if n not in top_level_names(self.tree())]
+        names = top_level_names(self.tree())
+        missing = [n for n in ENTRY_POINTS if n not in names]
         if missing:
+            swapped = (
+                " It defines ModelNew, as a candidate does: were the task and the candidate "
+                "given the other way round (the task comes first)?"
+                if "ModelNew" in names
+                else ""
+            )
             raise TaskError(
                 f"The reference {self.path or self.name} does not define {', '.join(missing)}. "
                 "A task needs class Model(nn.Module), get_inputs() and get_init_inputs() "
-                "(the KernelBench convention)."
+                f"(the KernelBench convention).{swapped}"
             )
 
     @classmethod

@@ -73,7 +73,8 @@ def test_allow_torch_relaxes_the_audit_explicitly(corpus):
         ("add_relu/task.py", "missing.py", "does not exist"),
         ("bad/ref_syntax_error.py", "add_relu/pass_masked.py", "not valid Python (line 2"),
         ("bad/ref_no_get_inputs.py", "add_relu/pass_masked.py", "does not define get_inputs"),
-        ("bad/ref_raises.py", "add_relu/pass_masked.py", "reference forward raised RuntimeError"),
+        ("add_relu/pass_masked.py", "add_relu/task.py", "given the other way round"),
+        ("bad/ref_raises.py", "add_relu/pass_masked.py", "cannot be run: on input set 'fresh-1', its forward raised RuntimeError"),
         ("add_relu", "add_relu/pass_masked.py", "is a folder"),
     ],
 )

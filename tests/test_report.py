@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from autotriton_jupyter.verify.report import FAIL, PASS, SKIP, Report, format_text
+from autotriton_jupyter.verify.report import FAIL, PASS, SKIP, Report, format_text, their_traceback
 
 
 def test_verdict_follows_checks_and_round_trips():
@@ -127,3 +127,28 @@ def test_the_correctness_line_says_how_many_input_sets_were_tried():
     r.correctness["detail"] = [dict(detail[0], set=f"s{k}", ok=True) for k in range(9)] + detail
     r.correctness["runs"] = 10
     assert "correctness: 10 runs on 9 input sets," in format_text(r)
+
+
+def test_a_candidates_traceback_names_its_file_and_starts_at_its_code():
+    tb = (
+        "Traceback (most recent call last):\n"
+        '  File "/x/autotriton_jupyter/verify/worker.py", line 766, in _observe\n'
+        "    out = model(*inputs)\n"
+        '  File "/tmp/scratch/work/candidate_12.py", line 26, in forward\n'
+        '    raise RuntimeError("boom")\n'
+        '  File "/tmp/scratch/work/candidate_12.py", line 9, in helper\n'
+        "    pass\n"
+        "RuntimeError: boom\n"
+    )
+    got = their_traceback(tb, "kernels/mine.py")
+    assert got.splitlines() == [
+        "Traceback (most recent call last):",
+        '  File "kernels/mine.py", line 26, in forward',
+        '    raise RuntimeError("boom")',
+        '  File "kernels/mine.py", line 9, in helper',
+        "    pass",
+        "RuntimeError: boom",
+    ]
+    # a traceback without a frame of its file (it failed inside torch, say) is kept whole
+    other = 'Traceback (most recent call last):\n  File "/x/worker.py", line 1, in f\nValueError: v'
+    assert their_traceback(other, "kernels/mine.py") == other

@@ -116,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps({"verdict": "error", "error": str(e), "exit": EXIT_USAGE}))
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("autotriton: interrupted; workers were stopped.", file=sys.stderr)
+        print("autotriton: interrupted; nothing it started is left running.", file=sys.stderr)
         return 130
 
 

@@ -38,7 +38,7 @@ from .reference import (
     _resources,
     _still_running,
 )
-from .report import CONDITIONAL, FAIL, INCONCLUSIVE, PASS, SKIP, Report
+from .report import CONDITIONAL, FAIL, INCONCLUSIVE, PASS, SKIP, Report, their_traceback
 from .sandbox import Pool, Worker, WorkerFailure
 from .timed import REPLY_SLACK, TimedChecks, _check_kept, _check_prints, _fmt_ops, _number
 
@@ -1137,7 +1137,7 @@ class Verifier(ReferencePrep, TimedChecks):
                         "Triton's CPU interpreter cannot do: verify on a GPU, or keep one config."
                     )
                 r.add("runs", FAIL, f"forward raised {run['error']} {where}.{hint}")
-                r.errors.append(run.get("traceback", ""))
+                r.errors.append(their_traceback(run.get("traceback", ""), r.candidate))
                 return
             obs = run["obs"]
             self._observation(

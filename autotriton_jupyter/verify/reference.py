@@ -206,11 +206,11 @@ def _left_out(s: dict[str, Any], spec: dict[str, Any], first: dict[str, Any]) ->
     if "skipped" in s and label in INIT_SETS:
         # Most often not the reference's fault: an int argument that is a size.
         why = s["skipped"]
-        how = "its integers one larger" if label == INIT_INT_SET else f"its floats times {INIT_SCALE}"
+        how = "integers one larger" if label == INIT_INT_SET else f"floats times {INIT_SCALE}"
         sizes = label == INIT_INT_SET and not why.startswith("building") and not _resources(why)
         return (
-            f"the {label} input variant (the models built again with {how}) was left out: "
-            f"{why}{' (as when those integers are sizes)' if sizes else ''}"
+            f"the {label} variant (both models built again with get_init_inputs()'s {how}) was "
+            f"left out: {why}{' (as when those integers are sizes)' if sizes else ''}"
         )
     if "skipped" in s:
         return f"the reference cannot take the {label} input variant ({s['skipped']}), so it was left out"
@@ -364,13 +364,22 @@ class ReferencePrep:
                 if f.kind == "crash" and f.log
                 else ""
             )
-            if f.message.startswith("Input set 'shape-"):
+            if f.message.startswith(("Input set 'shape-", "on input set 'shape-")):
                 raise TaskError(
                     f"--shapes does not fit {task.path or task.name}: {f.message}"
                 ) from f
-            on = f" on {f.where}" if f.where else ""
+            # Its own words: a crash's advice is for a candidate's kernel, not for the task.
+            message = f.message.removesuffix(f.hint) if f.hint else f.message
+            if f.where:
+                message = f"on {f.where}, {message}"
+            if f.kind in ("crash", "error") and message.startswith("on input set"):
+                message += (
+                    " Every call of the task's Model must work on inputs like get_inputs()'s "
+                    "(the judge also varies them: README, judge_inputs); run it a few times in "
+                    "plain PyTorch to see the failure."
+                )
             raise TaskError(
-                f"The reference {task.path or task.name} cannot be run{on}: {f.message}{detail}"
+                f"The reference {task.path or task.name} cannot be run: {message}{detail}"
             ) from f
         by_spec = dict(zip(order, got["sets"]))
         worker_index = 0
@@ -432,7 +441,8 @@ class ReferencePrep:
             try:
                 return w.call("trials", o.timeout, "it", sets=part)
             except WorkerFailure as f:
-                f.where = _on(part)
+                if f.kind != "error":  # its own errors name their set
+                    f.where = _on(part)
                 raise
 
         got = run(specs[:1])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -13,6 +14,19 @@ PASS, FAIL, SKIP, INCONCLUSIVE = "pass", "fail", "skip", "inconclusive"
 # Right on every input set drawn from get_inputs(), wrong on inputs the judge made
 # (VERIFY.md): a verdict of its own, never counted as passed.
 CONDITIONAL = "conditional"
+
+
+def their_traceback(text: str, path: str) -> str:
+    """A candidate's traceback as its author reads it: its file named by their `path`
+    (the worker ran a copy in its sandbox), and the judge's frames before its first
+    frame left out."""
+    text = re.sub(r'File "[^"\n]*/candidate_\d+\.py"', lambda _: f'File "{path}"', text)
+    lines = text.splitlines()
+    first = next((i for i, ln in enumerate(lines) if ln.strip().startswith(f'File "{path}"')), None)
+    if first is None:
+        return text
+    head = lines[:1] if lines and lines[0].startswith("Traceback") else []
+    return "\n".join([*head, *lines[first:]])
 
 
 # Checks that fail only when a candidate games the judge rather than gets the answer wrong
@@ -182,7 +196,7 @@ def format_text(r: Report) -> str:
         lines.append(
             f"correctness: {c.get('runs', 0)} run{'s' if c.get('runs', 0) != 1 else ''} on {sets}, "
             f"max abs err {c.get('max_abs_err', float('nan')):.3g}, "
-            f"max rel err {c.get('max_rel_err', float('nan')):.3g} "
+            f"max rel err {c.get('max_rel_err', float('nan')):.3g} where |reference| > atol "
             f"(atol {c.get('atol')}, rtol {c.get('rtol')})"
         )
     if r.kernels:

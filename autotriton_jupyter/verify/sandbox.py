@@ -58,6 +58,7 @@ class WorkerFailure(Exception):
         self.log = log
         self.traceback = traceback
         self.where = ""  # on what it failed, set by a caller that knows (e.g. "input set 'fresh-2'")
+        self.hint = ""  # the message's advice to a candidate's author, which ends it
 
 
 def _signal_name(code: int) -> str:
@@ -73,7 +74,7 @@ def _signal_name(code: int) -> str:
         signal.SIGFPE: "arithmetic error",
         signal.SIGXFSZ: "file size limit",
     }.get(sig, "")
-    return f"{sig.name}{f' ({meaning})' if meaning else ''}"
+    return f"{sig.name}{f', {meaning}' if meaning else ''}"
 
 
 class _Process:
@@ -258,9 +259,9 @@ class Worker:
                 "tl.load and tl.store is masked (mask=offsets < n) and that the grid covers "
                 "no more than the data."
             )
-        raise WorkerFailure(
-            "crash", f"{what} crashed the worker process ({how}).{hint}", self.log_tail()
-        )
+        f = WorkerFailure("crash", f"{what} crashed the worker process ({how}).{hint}", self.log_tail())
+        f.hint = hint
+        raise f
 
     def _guarded(
         self,

@@ -52,6 +52,10 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[:400]}" if text else type(e).__name__
 
 
+class _OtherParameters(Exception):
+    """An init variant's model whose parameters differ from the reference's in name or shape."""
+
+
 def _import_file(path: Path, name: str, guard: bool = False) -> Any:
     """Import a file as module `name`; guard: with every method checking its own object
     (probes.guard_source), compiled from the file's syntax tree (its lines kept)."""
@@ -464,6 +468,9 @@ class WorkerState:
             if "init" in spec:
                 try:
                     model = self._init_variant(spec["init"])
+                except _OtherParameters as e:
+                    results.append({"label": spec["label"], "skipped": str(e)})
+                    continue
                 except BaseException as e:
                     results.append({"label": spec["label"], "skipped": f"building it raised {_describe(e)}"})
                     continue
@@ -481,14 +488,17 @@ class WorkerState:
                         {"label": spec["label"], "skipped": f"its forward raised {why}" if "init" in spec else why}
                     )
                     continue
-                on = f" on input set '{spec['label']}'" if spec.get("shapes") is not None else ""
-                raise WorkerError(f"The reference forward raised {_describe(e)}{on}") from e
+                raise WorkerError(f"on input set '{spec['label']}', its forward raised {_describe(e)}") from e
             leaves = _tensors(out)
             if not leaves or not (
                 isinstance(out, torch.Tensor) or all(isinstance(o, torch.Tensor) for o in out)
             ):
+                got = type(out).__name__
+                if isinstance(out, (tuple, list)):
+                    got = f"a {got} of {', '.join(sorted({type(o).__name__ for o in out})) or 'nothing'}"
                 raise WorkerError(
-                    "The reference forward must return a tensor or a tuple of tensors."
+                    f"on input set '{spec['label']}', its forward returned {got}: it must return "
+                    "a tensor or a tuple of tensors."
                 )
             finite = all(bool(torch.isfinite(t).all()) for t in leaves if t.is_floating_point())
             spent["forward"] += time.perf_counter() - t1
@@ -510,7 +520,13 @@ class WorkerState:
         assert self.module is not None and self.model is not None
         torch.manual_seed(self.seed)
         model = self.module.Model(*init).to(self.device)
-        model.load_state_dict(self.model.state_dict())  # other shapes: raises, the set is left out
+        own = self.model.state_dict()
+        built = model.state_dict()
+        if own.keys() != built.keys() or any(
+            isinstance(v, torch.Tensor) and v.shape != own[k].shape for k, v in built.items()
+        ):
+            raise _OtherParameters("its parameters have other shapes")
+        model.load_state_dict(own)
         return model
 
     def _fails_on_cpu(self, inputs: list[Any]) -> str | None:
