@@ -460,9 +460,10 @@ class Verifier(ReferencePrep, TimedChecks):
             ):
                 raise
             first.cancel(wait_s=10.0)  # its worker's memory is free again
+            how = str(e).partition(" cannot be run: ")[2].partition(". ")[0].rstrip(".")
             self.on_event(
-                "reference: it failed while the candidate ran beside it; running the reference "
-                f"again without the candidate (it failed with: {str(e)[:160]})"
+                f"reference: it failed while the candidate ran beside it ({how[:300]}); running "
+                "the reference again without the candidate"
             )
         return self.prepare(task, hold=True)
 
