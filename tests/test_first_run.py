@@ -319,7 +319,7 @@ def test_a_candidate_builds_only_the_init_variants_its_reference_kept(tmp_path, 
     "label,why,hint",
     [
         ("init-shifted", "its forward raised RuntimeError: mat1 and mat2 shapes cannot be multiplied", True),
-        ("init-shifted", "its parameters have other shapes", True),
+        ("init-shifted", "its parameters have other names or shapes", True),
         ("init-shifted", "building it raised ValueError: in_channels must be divisible by groups", False),
         ("init-shifted", "its forward raised OutOfMemoryError: CUDA out of memory", False),
         ("init-scaled", "its forward raised RuntimeError: shapes cannot be multiplied", False),
@@ -398,3 +398,22 @@ def test_a_candidate_out_of_memory_beside_its_reference_is_judged_again_alone(co
         r = v.verify(task, Candidate.from_file(corpus / "add_relu" / "pass_masked.py"))
     assert any("out of memory beside its reference; again alone" in e for e in events), events
     assert r.verdict == "pass", r.reasons
+
+
+def test_an_init_variant_whose_parameters_change_shape_is_left_out_with_its_reason(tmp_path):
+    """Model(n) builds nn.Linear(n, n): built again with n + 1, the reference's parameters
+    do not load into it (torch's own rule), which the note says, naming sizes."""
+    (tmp_path / "task.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        "    def __init__(self, n):\n        super().__init__()\n        self.lin = nn.Linear(n, n)\n\n"
+        "    def forward(self, x):\n        return self.lin(x)\n\n\n"
+        "def get_inputs():\n    return [torch.randn(4, 16)]\n\n\n"
+        "def get_init_inputs():\n    return [16]\n"
+    )
+    with Verifier(VerifyOptions(seed=3, **OPTIONS)) as v:
+        ref = v.prepare(Task.from_file(tmp_path / "task.py"))
+    assert (
+        "the init-shifted variant (both models built again with get_init_inputs()'s integers one "
+        "larger) was left out: its parameters have other names or shapes (as when those integers "
+        "are sizes)"
+    ) in ref.notes, ref.notes

@@ -460,10 +460,12 @@ class Verifier(ReferencePrep, TimedChecks):
             ):
                 raise
             first.cancel(wait_s=10.0)  # its worker's memory is free again
-            how = str(e).partition(" cannot be run: ")[2].partition(". ")[0].rstrip(".")
+            how = (f"on {cause.where}, " if cause.where else "") + cause.message
+            how = how.strip().rstrip(".")
             self.on_event(
-                f"reference: it failed while the candidate ran beside it ({how[:300]}); running "
-                "the reference again without the candidate"
+                "reference: it failed while the candidate ran beside it "
+                f"({how if len(how) <= 300 else how[:299] + '…'}); running the reference again "
+                "without the candidate"
             )
         return self.prepare(task, hold=True)
 

@@ -305,6 +305,7 @@ class ReferencePrep:
         ]
         self.on_event(f"reference: starting a worker on {self.device}")
         w = self.pool.acquire()  # a spare, or one started now; the spares are started behind it
+        w.runs_kernels = False
         try:
             with self.pool.lock.shared():
                 t_load = time.perf_counter()
@@ -368,10 +369,10 @@ class ReferencePrep:
                 raise TaskError(
                     f"--shapes does not fit {task.path or task.name}: {f.message}"
                 ) from f
-            # Its own words: a crash's advice is for a candidate's kernel, not for the task.
-            message = f.message.removesuffix(f.hint) if f.hint else f.message
+            message = f.message
             if f.where:
-                message = f"on {f.where}, {message}"
+                lower = message.startswith(("The ", "A "))
+                message = f"on {f.where}, {message[0].lower() + message[1:] if lower else message}"
             if f.kind in ("crash", "error") and message.startswith("on input set"):
                 message += (
                     " Every call of the task's Model must work on inputs like get_inputs()'s "

@@ -17,16 +17,9 @@ CONDITIONAL = "conditional"
 
 
 def their_traceback(text: str, path: str) -> str:
-    """A candidate's traceback as its author reads it: its file named by their `path`
-    (the worker ran a copy in its sandbox), and the judge's frames before its first
-    frame left out."""
-    text = re.sub(r'File "[^"\n]*/candidate_\d+\.py"', lambda _: f'File "{path}"', text)
-    lines = text.splitlines()
-    first = next((i for i, ln in enumerate(lines) if ln.strip().startswith(f'File "{path}"')), None)
-    if first is None:
-        return text
-    head = lines[:1] if lines and lines[0].startswith("Traceback") else []
-    return "\n".join([*head, *lines[first:]])
+    """A candidate's traceback (its worker starts it at the candidate's first frame) as
+    its author reads it: its file named by their `path`, not by the copy the worker ran."""
+    return re.sub(r'File "[^"\n]*/candidate_\d+\.py"', lambda _: f'File "{path}"', text)
 
 
 # Checks that fail only when a candidate games the judge rather than gets the answer wrong

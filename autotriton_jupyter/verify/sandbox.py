@@ -58,7 +58,6 @@ class WorkerFailure(Exception):
         self.log = log
         self.traceback = traceback
         self.where = ""  # on what it failed, set by a caller that knows (e.g. "input set 'fresh-2'")
-        self.hint = ""  # the message's advice to a candidate's author, which ends it
 
 
 def _signal_name(code: int) -> str:
@@ -185,6 +184,8 @@ class Worker:
         self.ready: dict[str, Any] | None = None
         self.expired = False
         self._deadline = float("inf")
+        # Its crashes end with advice to a kernel's author; a reference's worker has none.
+        self.runs_kernels = True
 
     def log_tail(self, chars: int = 3000) -> str:
         """The end of the worker's output (only the last 64 KiB is kept, however much it wrote)."""
@@ -253,15 +254,13 @@ class Worker:
         code = self.proc.exitcode
         how = _signal_name(code) if code is not None and code < 0 else f"exit code {code}"
         hint = ""
-        if code is not None and -code in (signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT):
+        if self.runs_kernels and code is not None and -code in (signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT):
             hint = (
                 " A kernel that reads or writes past its tensors does this: check that every "
                 "tl.load and tl.store is masked (mask=offsets < n) and that the grid covers "
                 "no more than the data."
             )
-        f = WorkerFailure("crash", f"{what} crashed the worker process ({how}).{hint}", self.log_tail())
-        f.hint = hint
-        raise f
+        raise WorkerFailure("crash", f"{what} crashed the worker process ({how}).{hint}", self.log_tail())
 
     def _guarded(
         self,

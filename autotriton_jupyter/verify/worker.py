@@ -52,6 +52,15 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[:400]}" if text else type(e).__name__
 
 
+def _from_their_code(e: BaseException, path: str) -> str:
+    """e's traceback from the first frame in the file at `path` on (the judge's frames
+    before it are of no use to the candidate's author), or whole if none is there."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != path:
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(e), e, tb or e.__traceback__))
+
+
 class _OtherParameters(Exception):
     """An init variant's model whose parameters differ from the reference's in name or shape."""
 
@@ -259,6 +268,7 @@ class WorkerState:
         self.slots: dict[int, list[Any]] = {}
         self.out_nbytes: list[int] = []
         self.probe: probes.LaunchProbe | None = None
+        self.candidate_file = ""
         self.snapshot: dict[str, int] = {}
         self.methods: dict[str, int] = {}  # torch's classes' methods, before the candidate
         self.tensor_attrs: list[str] = []  # attributes a candidate set on tensors (removed)
@@ -520,13 +530,12 @@ class WorkerState:
         assert self.module is not None and self.model is not None
         torch.manual_seed(self.seed)
         model = self.module.Model(*init).to(self.device)
-        own = self.model.state_dict()
-        built = model.state_dict()
-        if own.keys() != built.keys() or any(
-            isinstance(v, torch.Tensor) and v.shape != own[k].shape for k, v in built.items()
-        ):
-            raise _OtherParameters("its parameters have other shapes")
-        model.load_state_dict(own)
+        try:
+            model.load_state_dict(self.model.state_dict())
+        except RuntimeError as e:  # torch's own rule of what loads: the set is left out
+            if "Error(s) in loading state_dict" not in str(e):
+                raise
+            raise _OtherParameters("its parameters have other names or shapes") from e
         return model
 
     def _fails_on_cpu(self, inputs: list[Any]) -> str | None:
@@ -628,6 +637,7 @@ class WorkerState:
         path = self._write_source(msg["source"], "candidate")
         self.out_nbytes = list(msg.get("out_nbytes", []))
         self.tolerance = tuple(msg.get("tolerance", (0.0, 0.0)))
+        self.candidate_file = str(path)  # its code's frames name it
         self.probe = probes.LaunchProbe(str(path))
         self.probe.install()
         probes.register_classes(CANDIDATE_MODULE)
@@ -886,7 +896,7 @@ class WorkerState:
                     {
                         "set": run["set"],
                         "error": _describe(e),
-                        "traceback": traceback.format_exc()[-3000:],
+                        "traceback": _from_their_code(e, self.candidate_file)[-3000:],
                     }
                 )
                 break
