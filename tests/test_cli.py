@@ -75,6 +75,7 @@ def test_allow_torch_relaxes_the_audit_explicitly(corpus):
         ("bad/ref_no_get_inputs.py", "add_relu/pass_masked.py", "does not define get_inputs"),
         ("add_relu/pass_masked.py", "add_relu/task.py", "given the other way round"),
         ("bad/ref_raises.py", "add_relu/pass_masked.py", "cannot be run: on input set 'fresh-1', its forward raised RuntimeError"),
+        ("bad/ref_returns_list.py", "add_relu/pass_masked.py", "its forward returned a list holding float values: a task's"),
         ("add_relu", "add_relu/pass_masked.py", "is a folder"),
     ],
 )

@@ -167,7 +167,7 @@ def test_a_reference_that_crashes_says_on_which_input_sets(tmp_path, corpus):
         with pytest.raises(TaskError) as e:
             v.verify(Task.from_file(task_path), Candidate.from_file(corpus / "add_relu" / "pass_masked.py"))
     assert re.search(
-        r"cannot be run: on input sets 'fresh-2' to '[a-z0-9-]+', it crashed the "
+        r"cannot be run: somewhere in input sets 'fresh-2' to '[a-z0-9-]+', it crashed the "
         r"worker process \(SIGSEGV, segmentation fault\)\. Every call of the task's Model must work",
         str(e.value),
     ), str(e.value)
@@ -223,8 +223,8 @@ def test_a_reference_that_fails_beside_a_candidate_runs_again_alone(corpus, monk
     assert r.verdict == "pass", r.reasons
     assert len(tries) == 2
     assert (
-        "reference: it failed while the candidate ran beside it (The reference took longer than "
-        "120 s); running the reference again without the candidate"
+        "reference: it failed while the candidate ran beside it: The reference took longer than "
+        "120 s; running the reference again without the candidate"
     ) in events, events
     assert held and not held[0].proc.is_alive()  # the first candidate worker was ended
     assert len(held) == 1  # the candidate was then judged in a worker of the judge's own

@@ -460,11 +460,11 @@ class Verifier(ReferencePrep, TimedChecks):
             ):
                 raise
             first.cancel(wait_s=10.0)  # its worker's memory is free again
-            how = (f"on {cause.where}, " if cause.where else "") + cause.message
+            how = (f"{cause.where}, " if cause.where else "") + cause.message
             how = how.strip().rstrip(".")
             self.on_event(
-                "reference: it failed while the candidate ran beside it "
-                f"({how if len(how) <= 300 else how[:299] + '…'}); running the reference again "
+                "reference: it failed while the candidate ran beside it: "
+                f"{how if len(how) <= 300 else how[:299] + '…'}; running the reference again "
                 "without the candidate"
             )
         return self.prepare(task, hold=True)

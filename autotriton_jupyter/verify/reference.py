@@ -123,8 +123,8 @@ def _still_running(
     def tell() -> None:
         while not done.wait(every):
             on_event(
-                f"{what}: still running after {time.monotonic() - t0:.0f} s (stopped after "
-                f"{limit:g} s; --timeout or `timeout` under [verify] in the config changes that)"
+                f"{what}: still running after {time.monotonic() - t0:.0f} s (it will be stopped "
+                f"at {limit:g} s; --timeout or `timeout` under [verify] in the config changes that)"
             )
 
     thread = threading.Thread(target=tell, daemon=True, name="autotriton-still")
@@ -225,9 +225,11 @@ def _left_out(s: dict[str, Any], spec: dict[str, Any], first: dict[str, Any]) ->
 
 
 def _on(specs: list[dict]) -> str:
-    """These input sets, for a failure's message: "input sets 'fresh-2' to 'zeros'"."""
-    sets = f"'{specs[0]['label']}'" + (f" to '{specs[-1]['label']}'" if len(specs) > 1 else "")
-    return f"input set{'s' if len(specs) > 1 else ''} {sets}"
+    """Where among these input sets a failure came, for its message: "on input set
+    'fresh-1'", or "somewhere in input sets 'fresh-2' to 'zeros'" (run in one message)."""
+    if len(specs) == 1:
+        return f"on input set '{specs[0]['label']}'"
+    return f"somewhere in input sets '{specs[0]['label']}' to '{specs[-1]['label']}'"
 
 
 class ReferencePrep:
@@ -372,8 +374,10 @@ class ReferencePrep:
             message = f.message
             if f.where:
                 lower = message.startswith(("The ", "A "))
-                message = f"on {f.where}, {message[0].lower() + message[1:] if lower else message}"
-            if f.kind in ("crash", "error") and message.startswith("on input set"):
+                message = f"{f.where}, {message[0].lower() + message[1:] if lower else message}"
+            if f.kind == "crash" and f.where or f.kind == "error" and ", its forward raised " in message:
+                if not message.endswith((".", "!", "?")):
+                    message += "."
                 message += (
                     " Every call of the task's Model must work on inputs like get_inputs()'s "
                     "(the judge also varies them: README, judge_inputs); run it a few times in "

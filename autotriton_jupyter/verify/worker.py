@@ -503,12 +503,13 @@ class WorkerState:
             if not leaves or not (
                 isinstance(out, torch.Tensor) or all(isinstance(o, torch.Tensor) for o in out)
             ):
-                got = type(out).__name__
+                got = f"a {type(out).__name__}"
                 if isinstance(out, (tuple, list)):
-                    got = f"a {got} of {', '.join(sorted({type(o).__name__ for o in out})) or 'nothing'}"
+                    held = sorted({type(o).__name__ for o in out if not isinstance(o, torch.Tensor)})
+                    got += f" holding {' and '.join(held)} values" if held else " holding nothing"
                 raise WorkerError(
-                    f"on input set '{spec['label']}', its forward returned {got}: it must return "
-                    "a tensor or a tuple of tensors."
+                    f"its forward returned {got}: a task's forward must return a tensor or a "
+                    "tuple of tensors."
                 )
             finite = all(bool(torch.isfinite(t).all()) for t in leaves if t.is_floating_point())
             spent["forward"] += time.perf_counter() - t1
