@@ -96,6 +96,7 @@ def test_input_errors_exit_2_with_a_message(corpus, capsys, ref, cand, needle):
             "ModelNew.forward takes (x) but Model.forward takes (x, y)",
         ),
         ("bad/cand_syntax_error.py", "syntax", "not valid Python"),
+        ("bad/cand_raises.py", "runs", "On input set 'fresh-1', forward raised RuntimeError: no kernel for you."),
     ],
 )
 def test_candidate_problems_are_fail_verdicts(corpus, capsys, cand, check, needle):

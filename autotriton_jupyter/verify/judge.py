@@ -1139,7 +1139,9 @@ class Verifier(ReferencePrep, TimedChecks):
                         " Multi-config @triton.autotune benchmarks its configs on a GPU, which "
                         "Triton's CPU interpreter cannot do: verify on a GPU, or keep one config."
                     )
-                r.add("runs", FAIL, f"forward raised {run['error']} {where}.{hint}")
+                error = str(run["error"]).rstrip()
+                end = "" if error.endswith((".", "!", "?")) else "."
+                r.add("runs", FAIL, f"{where[0].upper()}{where[1:]}, forward raised {error}{end}{hint}")
                 r.errors.append(their_traceback(run.get("traceback", ""), r.candidate))
                 return
             obs = run["obs"]
