@@ -38,7 +38,7 @@ from .reference import (
     _resources,
     _still_running,
 )
-from .report import CONDITIONAL, FAIL, INCONCLUSIVE, PASS, SKIP, Report, their_traceback
+from .report import CONDITIONAL, FAIL, INCONCLUSIVE, PASS, SKIP, Report, full_stop, their_traceback
 from .sandbox import Pool, Worker, WorkerFailure
 from .timed import REPLY_SLACK, TimedChecks, _check_kept, _check_prints, _fmt_ops, _number
 
@@ -460,8 +460,7 @@ class Verifier(ReferencePrep, TimedChecks):
             ):
                 raise
             first.cancel(wait_s=10.0)  # its worker's memory is free again
-            how = (f"{cause.where}, " if cause.where else "") + cause.message
-            how = how.strip().rstrip(".")
+            how = cause.placed().strip().rstrip(".")
             self.on_event(
                 "reference: it failed while the candidate ran beside it: "
                 f"{how if len(how) <= 300 else how[:299] + '…'}; running the reference again "
@@ -1139,9 +1138,8 @@ class Verifier(ReferencePrep, TimedChecks):
                         " Multi-config @triton.autotune benchmarks its configs on a GPU, which "
                         "Triton's CPU interpreter cannot do: verify on a GPU, or keep one config."
                     )
-                error = str(run["error"]).rstrip()
-                end = "" if error.endswith((".", "!", "?")) else "."
-                r.add("runs", FAIL, f"{where[0].upper()}{where[1:]}, forward raised {error}{end}{hint}")
+                error = full_stop(str(run["error"]).rstrip())
+                r.add("runs", FAIL, f"{where[0].upper()}{where[1:]}, forward raised {error}{hint}")
                 r.errors.append(their_traceback(run.get("traceback", ""), r.candidate))
                 return
             obs = run["obs"]

@@ -68,11 +68,13 @@ def _owner(pid: int, here: str | None) -> str | None:
     """A process named so that a later one with the same pid, or one that another machine
     or pid namespace sees, is not taken for it: its pid, start time and `here` (_here();
     None when it has ended or /proc does not tell)."""
+    if here is None:
+        return None
     try:
         line = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return None if here is None else f"{pid} {line.rsplit(')', 1)[1].split()[19]} {here}"
+    return f"{pid} {line.rsplit(')', 1)[1].split()[19]} {here}"
 
 
 def _sweep(tmp: Path, here: str | None) -> None:

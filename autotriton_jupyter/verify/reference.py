@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..task import Task, TaskError
 from . import refcache, vary, wire
 from .checks import null_control
+from .report import full_stop
 from .sandbox import Worker, WorkerFailure
 from .shapes import ShapeError, describe, parse_shapes
 
@@ -371,14 +372,9 @@ class ReferencePrep:
                 raise TaskError(
                     f"--shapes does not fit {task.path or task.name}: {f.message}"
                 ) from f
-            message = f.message
-            if f.where:
-                lower = message.startswith(("The ", "A "))
-                message = f"{f.where}, {message[0].lower() + message[1:] if lower else message}"
+            message = f.placed()
             if f.kind == "crash" and f.where or f.kind == "error" and ", its forward raised " in message:
-                if not message.endswith((".", "!", "?")):
-                    message += "."
-                message += (
+                message = full_stop(message) + (
                     " Every call of the task's Model must work on inputs like get_inputs()'s "
                     "(the judge also varies them: README, judge_inputs); run it a few times in "
                     "plain PyTorch to see the failure."

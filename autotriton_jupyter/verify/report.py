@@ -16,6 +16,11 @@ PASS, FAIL, SKIP, INCONCLUSIVE = "pass", "fail", "skip", "inconclusive"
 CONDITIONAL = "conditional"
 
 
+def full_stop(text: str) -> str:
+    """A sentence that may end in an exception's own text, ended (once)."""
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
 def their_traceback(text: str, path: str) -> str:
     """A candidate's traceback (its worker starts it at the candidate's first frame) as
     its author reads it: its file named by their `path`, not by the copy the worker ran."""

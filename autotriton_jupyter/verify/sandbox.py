@@ -57,7 +57,15 @@ class WorkerFailure(Exception):
         self.message = message
         self.log = log
         self.traceback = traceback
-        self.where = ""  # on what it failed, set by a caller that knows (e.g. "input set 'fresh-2'")
+        self.where = ""  # where it failed, set by a caller that knows ("on input set 'fresh-2'")
+
+    def placed(self) -> str:
+        """Its message after where it failed, when a caller said: "on input set 'fresh-1',
+        it crashed the worker process (…)"."""
+        if not self.where:
+            return self.message
+        lower = self.message.startswith(("The ", "A "))
+        return f"{self.where}, {self.message[0].lower() + self.message[1:] if lower else self.message}"
 
 
 def _signal_name(code: int) -> str:
