@@ -244,3 +244,23 @@ def test_progress_lines_are_one_write_each_and_need_no_stderr(monkeypatch, capsy
     assert capsys.readouterr().err.endswith("] a line\n")
     monkeypatch.setattr(sys, "stderr", None)  # started with stderr closed (2>&-)
     _progress(False)("said to no one")
+
+
+def test_a_one_shot_verify_answers_before_its_verifier_ends_its_workers(corpus, capsys, monkeypatch):
+    """The verdict is written out before the verifier's close, which waits for every worker's
+    end (on a GPU, a CUDA context torn down each)."""
+    from autotriton_jupyter.verify import sandbox
+
+    seen = []
+    real = sandbox.Pool.close
+
+    def close(self):
+        seen.append(capsys.readouterr().out)
+        return real(self)
+
+    monkeypatch.setattr(sandbox.Pool, "close", close)
+    code = main(["verify", str(corpus / "add_relu/task.py"), str(corpus / "add_relu/pass_masked.py"),
+                 "--json", "-q", "--local", "--no-timing"])
+    assert code == 0
+    assert len(seen) == 1 and json.loads(seen[0])["verdict"] == "pass", seen
+    assert capsys.readouterr().out == ""  # and nothing after

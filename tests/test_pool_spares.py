@@ -119,3 +119,94 @@ def test_a_listener_that_never_returns_holds_up_no_worker():
     finally:
         stuck.set()
         pool.close()
+
+
+def test_a_released_worker_is_signalled_at_once_and_its_end_waited_for_on_a_thread(monkeypatch):
+    """A GPU worker's end (its CUDA context torn down) takes a few tenths of a second: no
+    verdict waits for it. The next acquire does (no worker handed out runs beside the
+    memory of one that is ending), and so does the pool's close, before it removes the
+    workers' folder and control groups."""
+    from autotriton_jupyter.verify import sandbox
+
+    pool = Pool("cpu", spares=0, sandbox=False)
+    real = sandbox.Worker.kill
+    held = threading.Event()
+    ended = []
+
+    def slow_kill(self):
+        if not ended:
+            held.wait(30)  # the first end, held back until the test lets it go
+        real(self)
+        ended.append(self)
+
+    monkeypatch.setattr(sandbox.Worker, "kill", slow_kill)
+    try:
+        w = pool.acquire()
+        t0 = time.perf_counter()
+        pool.release(w)
+        assert time.perf_counter() - t0 < 5
+        w.proc.join(20)  # signalled by release itself
+        assert not w.proc.is_alive() and ended == []
+        got = []
+        taking = threading.Thread(target=lambda: got.append(pool.acquire()))
+        taking.start()
+        taking.join(0.5)
+        assert taking.is_alive() and not got  # waiting for that end
+        held.set()
+        taking.join(60)
+        assert ended == [w] and len(got) == 1
+        pool.release(got[0], wait=True)  # asked to: ended before it returns
+        assert ended == [w, got[0]]
+    finally:
+        held.set()
+        pool.close()
+
+
+def test_close_waits_for_the_ends_of_released_workers(monkeypatch):
+    from autotriton_jupyter.verify import sandbox
+
+    pool = Pool("cpu", spares=0, sandbox=False)
+    real = sandbox.Worker.kill
+    held = threading.Event()
+    ended = []
+
+    def slow_kill(self):
+        held.wait(30)
+        real(self)
+        ended.append(self)
+
+    monkeypatch.setattr(sandbox.Worker, "kill", slow_kill)
+    try:
+        w = pool.acquire()
+        pool.release(w)
+        closing = threading.Thread(target=pool.close)
+        closing.start()
+        closing.join(0.5)
+        assert closing.is_alive() and ended == []
+        held.set()
+        closing.join(30)
+        assert not closing.is_alive() and ended == [w]
+    finally:
+        held.set()
+        pool.close()
+
+
+def test_close_signals_every_worker_before_it_waits_for_any(monkeypatch):
+    from autotriton_jupyter.verify import sandbox
+
+    pool = Pool("cpu", spares=0, sandbox=False)
+    order = []
+    real_signal, real_kill = sandbox._Process.kill, sandbox.Worker.kill
+    monkeypatch.setattr(sandbox._Process, "kill", lambda self: (order.append(("signal", self.id)), real_signal(self))[1])
+    monkeypatch.setattr(sandbox.Worker, "kill", lambda self: (order.append(("wait", self.proc.id)), real_kill(self))[1])
+    try:
+        a, b = pool.acquire(), pool.acquire()
+        order.clear()
+        pool.close()
+        waits = [i for i, (what, _) in enumerate(order) if what == "wait"]
+        signals = [i for i, (what, _) in enumerate(order) if what == "signal"]
+        assert len(waits) == 2 and {order[i][1] for i in signals[:2]} == {a.proc.id, b.proc.id}
+        assert signals[1] < waits[0]  # both signalled before the first wait
+        assert a.proc.ended.is_set() and b.proc.ended.is_set()  # their server saw them end
+    finally:
+        pool.close()

@@ -46,7 +46,7 @@ def _check_verify(args: argparse.Namespace) -> None:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from ..task import Candidate, Task, TaskError
-    from ..verify import format_text, service
+    from ..verify import service
 
     task = Task.from_file(args.reference)
     cand = Candidate.from_file(args.candidate)
@@ -69,6 +69,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             )
             return 130
     tuned = None
+    answered = False
     one_shot = report is None  # no service answered: this process starts its own verifier
     if report is not None:
         if args.tune:
@@ -103,6 +104,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 report = v.verify(task, cand)
                 if args.tune:
                     tuned = _tune(args, cand, report, lambda cands: v.verify_many(task, cands), progress)
+                # Before the verifier closes: its workers' ends (on a GPU, a CUDA context
+                # each, torn down in a few tenths of a second) come after the answer.
+                _answer(args, report, tuned)
+                answered = True
         finally:
             prestart.drop()  # one its Verifier did not take (it could not be built)
         global FAST_EXIT
@@ -119,16 +124,23 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 file=sys.stderr,
                 flush=True,
             )
+    if not answered:
+        _answer(args, report, tuned)
+    return {"pass": EXIT_PASS, "conditional": EXIT_CONDITIONAL}.get(report.verdict, EXIT_FAIL)
+
+
+def _answer(args: argparse.Namespace, report: Any, tuned: Any) -> None:
+    """The verdict on stdout (JSON with --json), written out at once."""
+    from ..verify import format_text
+
     if args.json:
         got = json.loads(report.to_json())
         if tuned is not None:
             got["tuning"] = tuned.to_dict()
-        print(json.dumps(got))
+        print(json.dumps(got), flush=True)
     else:
-        print(format_text(report))
-        if tuned is not None:
-            print(tuned.summary())
-    return {"pass": EXIT_PASS, "conditional": EXIT_CONDITIONAL}.get(report.verdict, EXIT_FAIL)
+        text = format_text(report)
+        print(text if tuned is None else f"{text}\n{tuned.summary()}", flush=True)
 
 
 def _bytecode_hint() -> None:

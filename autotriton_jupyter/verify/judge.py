@@ -494,10 +494,10 @@ class Verifier(ReferencePrep, TimedChecks):
             self._say_running(r)
         w = None
 
-        def release() -> None:  # as soon as the worker is no longer needed (its GPU memory)
+        def release(wait: bool = False) -> None:  # as soon as the worker is no longer needed
             nonlocal w
             if w is not None:
-                self.pool.release(w)
+                self.pool.release(w, wait)
                 w = None
 
         try:
@@ -581,7 +581,7 @@ class Verifier(ReferencePrep, TimedChecks):
         w: Worker,
         r: Report,
         before_timing: Callable[[Report], bool] | None = None,
-        release: Callable[[], None] = lambda: None,
+        release: Callable[[bool], None] = lambda wait: None,
         begun: dict[str, Any] | None = None,
     ) -> None:
         """`begun`: the load and first part that _first_part did (its errors raised here,
@@ -728,7 +728,7 @@ class Verifier(ReferencePrep, TimedChecks):
                 for k in ("warmup", "single", "b2b", "prints", "after"):
                     if k in phases:
                         r.seconds[f"timing_{k}"] = _seconds(phases[k])
-            release()  # its reply holds everything: its memory is the reference's now
+            release(True)  # its reply holds everything: its memory is the reference's now
             _check_kept(timed["kept"], keep + 1)
             prints = _check_prints(timed["timing"], len(ref.timed))
             if any(k["call"] not in prints for k in timed["kept"]):

@@ -566,6 +566,7 @@ class Pool:
         self._server_lock = threading.Lock()
         self._server: _Server | None = None
         self._closed = False
+        self._ending: list[threading.Thread] = []  # released workers' ends being waited for
         self.restarts = 0
         # Told how the fork server's start and preload went (a progress line), if set
         # before the server starts.
@@ -711,6 +712,7 @@ class Pool:
         """A started worker (a warm spare when there is one); a new spare is started behind it."""
         if self._closed:
             raise RuntimeError("the worker pool is closed")
+        self._settle()
         with self._mutex:
             w = self._spare.pop(0) if self._spare else None
         if w is None or not w.proc.is_alive() or not w.proc.server.alive:
@@ -734,14 +736,38 @@ class Pool:
         except RuntimeError:  # no thread to be had
             self.warm()
 
-    def release(self, w: Worker) -> None:
+    def release(self, w: Worker, wait: bool = False) -> None:
         """Kill a worker once its role is done (workers are never reused); one that close()
-        took already is its to kill (never two threads killing one worker)."""
+        took already is its to kill (never two threads killing one worker). It is signalled
+        at once and, unless `wait`, its end is waited for on a thread: a GPU worker's end
+        (its CUDA context torn down) takes a few tenths of a second, which no verdict waits
+        for. The next acquire() waits for it, so no worker handed out runs beside the
+        memory of one that is ending."""
         with self._mutex:
             ours = w in self._live
             self._live.discard(w)
-        if ours:
-            w.kill()
+        if not ours:
+            return
+        w.proc.kill()
+        if not wait:
+            try:
+                ending = threading.Thread(target=w.kill, name="autotriton-worker-end", daemon=True)
+                ending.start()
+            except RuntimeError:  # no thread to be had: waited for here
+                pass
+            else:
+                with self._mutex:
+                    self._ending = [t for t in self._ending if t.is_alive()]
+                    self._ending.append(ending)
+                return
+        w.kill()
+
+    def _settle(self, timeout: float = 10.0) -> None:
+        """Wait for the ends of the workers released so far."""
+        with self._mutex:
+            ending, self._ending = self._ending, []
+        for t in ending:
+            t.join(timeout)
 
     def close(self) -> None:
         """Kill every worker, spares included, stop the fork server, remove the scratch folder."""
@@ -750,8 +776,11 @@ class Pool:
             workers = list(self._live)
             self._live.clear()
             self._spare.clear()
+        for w in workers:  # every one signalled first: their ends overlap
+            w.proc.kill()
         for w in workers:
             w.kill()
+        self._settle()  # released ones, ended before their folder and groups go
         with self._server_lock:
             if self._server is not None:
                 self._server.stop()
