@@ -264,3 +264,35 @@ def test_a_one_shot_verify_answers_before_its_verifier_ends_its_workers(corpus, 
     assert code == 0
     assert len(seen) == 1 and json.loads(seen[0])["verdict"] == "pass", seen
     assert capsys.readouterr().out == ""  # and nothing after
+
+
+@pytest.mark.parametrize("trouble", ["sigterm", "oserror"])
+def test_once_the_answer_is_out_the_exit_status_stays_the_verdicts(corpus, capsys, monkeypatch, trouble):
+    """A harness that reads the answer and then stops the command (SIGTERM), or a close that
+    fails: the close still runs to its end (uninterrupted), and the exit status is the verdict's."""
+    import os
+    import signal
+
+    from autotriton_jupyter.verify import sandbox
+
+    real = sandbox.Pool.close
+    closed = []
+
+    def close(self):
+        if trouble == "sigterm":
+            os.kill(os.getpid(), signal.SIGTERM)  # held until the close is over
+            real(self)
+            closed.append(self.closed)
+        else:
+            real(self)
+            raise OSError("the scratch folder could not be removed")
+
+    monkeypatch.setattr(sandbox.Pool, "close", close)
+    code = main(["verify", str(corpus / "add_relu/task.py"), str(corpus / "add_relu/pass_masked.py"),
+                 "--json", "-q", "--local", "--no-timing"])
+    out = capsys.readouterr()
+    assert code == 0 and json.loads(out.out)["verdict"] == "pass"
+    if trouble == "sigterm":
+        assert closed == [True]
+    else:
+        assert "did not close cleanly: OSError: the scratch folder could not be removed" in out.err

@@ -1,8 +1,10 @@
 """A pool's spares are replaced behind the worker just acquired: the reference's worker,
-first of all, does not wait for the fork server to fork others."""
+first of all, does not wait for the fork server to fork others. A worker released is
+killed at once, whole tree and all, and its end waited for behind the verdict."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
@@ -129,17 +131,17 @@ def test_a_released_worker_is_signalled_at_once_and_its_end_waited_for_on_a_thre
     from autotriton_jupyter.verify import sandbox
 
     pool = Pool("cpu", spares=0, sandbox=False)
-    real = sandbox.Worker.kill
+    real = sandbox.Worker.reap
     held = threading.Event()
     ended = []
 
-    def slow_kill(self):
+    def slow_reap(self):
         if not ended:
             held.wait(30)  # the first end, held back until the test lets it go
         real(self)
         ended.append(self)
 
-    monkeypatch.setattr(sandbox.Worker, "kill", slow_kill)
+    monkeypatch.setattr(sandbox.Worker, "reap", slow_reap)
     try:
         w = pool.acquire()
         t0 = time.perf_counter()
@@ -166,16 +168,16 @@ def test_close_waits_for_the_ends_of_released_workers(monkeypatch):
     from autotriton_jupyter.verify import sandbox
 
     pool = Pool("cpu", spares=0, sandbox=False)
-    real = sandbox.Worker.kill
+    real = sandbox.Worker.reap
     held = threading.Event()
     ended = []
 
-    def slow_kill(self):
+    def slow_reap(self):
         held.wait(30)
         real(self)
         ended.append(self)
 
-    monkeypatch.setattr(sandbox.Worker, "kill", slow_kill)
+    monkeypatch.setattr(sandbox.Worker, "reap", slow_reap)
     try:
         w = pool.acquire()
         pool.release(w)
@@ -196,9 +198,9 @@ def test_close_signals_every_worker_before_it_waits_for_any(monkeypatch):
 
     pool = Pool("cpu", spares=0, sandbox=False)
     order = []
-    real_signal, real_kill = sandbox._Process.kill, sandbox.Worker.kill
+    real_signal, real_reap = sandbox._Process.kill, sandbox.Worker.reap
     monkeypatch.setattr(sandbox._Process, "kill", lambda self: (order.append(("signal", self.id)), real_signal(self))[1])
-    monkeypatch.setattr(sandbox.Worker, "kill", lambda self: (order.append(("wait", self.proc.id)), real_kill(self))[1])
+    monkeypatch.setattr(sandbox.Worker, "reap", lambda self: (order.append(("wait", self.proc.id)), real_reap(self))[1])
     try:
         a, b = pool.acquire(), pool.acquire()
         order.clear()
@@ -209,4 +211,100 @@ def test_close_signals_every_worker_before_it_waits_for_any(monkeypatch):
         assert signals[1] < waits[0]  # both signalled before the first wait
         assert a.proc.ended.is_set() and b.proc.ended.is_set()  # their server saw them end
     finally:
+        pool.close()
+
+
+def test_the_fork_server_kills_a_workers_whole_tree_at_the_kill_not_at_its_end(tmp_path):
+    """A process the worker started in a session of its own (out of its process group) is
+    killed with the kill itself, not once the worker has ended and its keeper ends the
+    orphans: a GPU worker's end takes a few tenths of a second, which no verdict waits for."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+
+    from autotriton_jupyter.verify import forkserver
+
+    marker = tmp_path / "escaped.pid"
+    keeper = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import os, time
+        from autotriton_jupyter.verify import confine
+        confine.adopt_orphans()  # as a keeper of a worker without a pid namespace is
+        pid = os.fork()
+        if pid == 0:  # the worker
+            os.setpgid(0, 0)
+            if os.fork() == 0:  # what it leaves behind, in a session of its own
+                os.setsid()
+                open({str(marker)!r}, "w").write(str(os.getpid()))
+                time.sleep(120)
+            time.sleep(120)
+        open({str(marker)!r} + ".worker", "w").write(str(pid))
+        time.sleep(120)  # the keeper: it reaps nothing until the test is over
+    """)])
+    try:
+        for _ in range(200):
+            if marker.exists() and marker.with_suffix(".pid.worker").exists() and marker.read_text():
+                break
+            time.sleep(0.05)
+        escaped = int(marker.read_text())
+        worker = int(marker.with_suffix(".pid.worker").read_text())
+        server = forkserver.Server.__new__(forkserver.Server)
+        server.confined = False
+        child = forkserver._Child(1, keeper.pid, -1, {})
+        child.worker = worker
+        server._kill_tree(child)
+
+        def gone(pid):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    return f.read().rsplit(")", 1)[1].split()[0] == "Z"  # dead, not yet reaped
+            except OSError:
+                return True
+
+        deadline = time.monotonic() + 5
+        while not (gone(escaped) and gone(worker)) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert gone(escaped) and gone(worker)
+        assert keeper.poll() is None  # the keeper itself is left to report the end
+    finally:
+        keeper.kill()
+        keeper.wait(10)
+        for f in (marker, marker.with_suffix(".pid.worker")):
+            if f.exists():
+                with contextlib.suppress(OSError, ValueError):
+                    os.kill(int(f.read_text()), signal.SIGKILL)
+
+
+def test_every_acquire_waits_for_an_end_not_only_the_first(monkeypatch):
+    """Two threads acquiring at once (a session's candidates, a reference beside them):
+    neither gets a worker while a released one is still ending."""
+    from autotriton_jupyter.verify import sandbox
+
+    pool = Pool("cpu", spares=0, sandbox=False)
+    real = sandbox.Worker.reap
+    held = threading.Event()
+    first = []
+
+    def slow_reap(self):
+        if not first:
+            first.append(self)
+            held.wait(30)
+        real(self)
+
+    monkeypatch.setattr(sandbox.Worker, "reap", slow_reap)
+    try:
+        pool.release(pool.acquire())
+        got = []
+        takers = [threading.Thread(target=lambda: got.append(pool.acquire())) for _ in range(2)]
+        for t in takers:
+            t.start()
+        time.sleep(0.5)
+        assert got == [] and all(t.is_alive() for t in takers)
+        held.set()
+        for t in takers:
+            t.join(60)
+        assert len(got) == 2
+    finally:
+        held.set()
         pool.close()

@@ -92,7 +92,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 prestart.launch(options.sandbox)  # its start overlaps the judge's imports
                 from ..verify import Verifier, static
 
-            with Verifier(options, on_event=progress) as v:
+            v = Verifier(options, on_event=progress)
+            try:
                 v.pool.on_event = progress  # the fork server's start, in this command's lines
                 if not args.tune:  # one candidate: one worker behind the reference's
                     v.pool.spares = 1
@@ -108,10 +109,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 # each, torn down in a few tenths of a second) come after the answer.
                 _answer(args, report, tuned)
                 answered = True
+            finally:
+                _close(v, answered)
         finally:
             prestart.drop()  # one its Verifier did not take (it could not be built)
-        global FAST_EXIT
-        FAST_EXIT = True
     if one_shot and not args.quiet:
         _bytecode_hint()
     if one_shot and remote and not args.quiet:
@@ -127,6 +128,26 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if not answered:
         _answer(args, report, tuned)
     return {"pass": EXIT_PASS, "conditional": EXIT_CONDITIONAL}.get(report.verdict, EXIT_FAIL)
+
+
+def _close(v: Any, answered: bool) -> None:
+    """Close a one-shot verify's own verifier. Once its answer is out, the close (every
+    worker's end waited for, their control groups and folder removed) is not cut short by
+    Ctrl-C or SIGTERM, and a failure of it is a warning: the exit status stays the verdict's."""
+    global FAST_EXIT
+    if not answered:
+        v.close()
+    else:
+        from ..interrupt import signals_held
+
+        try:
+            with signals_held():
+                v.close()
+        except KeyboardInterrupt:
+            pass  # asked to stop while it closed: it has, and the command ends as it would have
+        except Exception as e:
+            _warn(f"the verdict is above, but its verifier did not close cleanly: {type(e).__name__}: {e}")
+    FAST_EXIT = True  # every worker and the fork server ended: run() may end the process at once
 
 
 def _answer(args: argparse.Namespace, report: Any, tuned: Any) -> None:

@@ -14,6 +14,8 @@ and never runs task or candidate code itself. It obeys the judge over one Channe
                      {"event": "spawn_failed", "id", "error"}
                      {"event": "limit", "id", "kind", "message"}
                      {"event": "exited", "id", "status"}
+                     {"event": "killed", "id"}: a kill is done (the worker's whole process
+                       tree signalled)
                      {"event": "preloaded", "seconds", "seeded", "error"}: a preload
                        that had something to do is over ("error": why the import failed)
 
@@ -340,11 +342,17 @@ class Server:
         self.children[pid] = _Child(int(msg["id"]), pid, r, dict(msg["limits"]))
 
     def kill(self, wid: int) -> None:
-        for c in self.children.values():
+        for c in list(self.children.values()):
             if c.id == wid and c.worker:
                 self._kill_tree(c)
+        with contextlib.suppress(OSError):  # a judge gone meanwhile: the loop sees it
+            _send(self.ctl, {"event": "killed", "id": wid})
 
     def _kill_tree(self, c: _Child) -> None:
+        """Kill the worker and, now, every process below its keeper: not only once the
+        worker has ended (its keeper ends its orphans then, and the members of its own pid
+        namespace go as it exits), since a GPU worker's end takes a few tenths of a second,
+        which the judge no longer waits for before the next verdict (Pool.release)."""
         try:
             if self.confined:
                 os.kill(c.worker, signal.SIGKILL)  # the init of its pid namespace: all go
@@ -352,6 +360,15 @@ class Server:
                 os.killpg(c.worker, signal.SIGKILL)
         except OSError:
             pass
+        for _ in range(3):  # again for any forked while the first went
+            tree = [p for p in _tree(c.keeper, _proc_table()) if p != c.keeper]
+            if not tree:
+                return
+            for p in tree:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
 
     def on_pipe(self, c: _Child) -> None:
         data = os.read(c.pipe, _Q.size)

@@ -553,7 +553,11 @@ class Verifier(ReferencePrep, TimedChecks):
             return rep
 
         with ThreadPoolExecutor(max_workers=self.parallel) as ex:
-            return list(ex.map(one, range(len(cands))))
+            reports = list(ex.map(one, range(len(cands))))
+        # Their workers' ends too: the caller's next GPU work (a training step) has the
+        # memory they held.
+        self.pool.settle()
+        return reports
 
     def _signature(self, task: Task, candidate: Candidate, r: Report) -> None:
         ref_tree, cand_tree = task.tree(), parse_source(candidate.source)
@@ -706,6 +710,7 @@ class Verifier(ReferencePrep, TimedChecks):
         vary_seed = secrets.randbits(62)  # the timed calls' inputs: unknown to the candidate
         projection_seed = secrets.randbits(62)  # the weights of every timed output's projection
         with self.pool.lock.exclusive():
+            self.pool.settle()  # no released worker's end (its CUDA context's teardown) beside it
             took("timing_wait")
             timed = w.call(
                 "time_candidate",

@@ -493,6 +493,7 @@ class ReferencePrep:
                 self.on_event("reference: timing eager PyTorch and torch.compile")
                 try:
                     with self.pool.lock.exclusive():
+                        self.pool.settle()  # as for a candidate's timing (judge.py)
                         ref.timing = ref.worker.call(
                             "time_reference",
                             max(o.timeout, 300.0),

@@ -94,6 +94,7 @@ class _Process:
         self.status: int | None = None
         self.limit: tuple[str, str] | None = None
         self.ended = threading.Event()
+        self.killed = threading.Event()  # its server has signalled its whole tree (or it ended)
 
     def host_pid(self) -> int | None:
         """This worker's pid as the judge's /proc numbers it (from the pidfd's fdinfo)."""
@@ -118,6 +119,11 @@ class _Process:
             with contextlib.suppress(ProcessLookupError, OSError):
                 signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
         self.server.request_kill(self.id)
+
+    def wait_killed(self, timeout: float) -> None:
+        """After kill(): until its server has signalled every process of its tree."""
+        if self.server.alive:
+            self.killed.wait(timeout)
 
     def join(self, timeout: float) -> None:
         if self.pidfd >= 0:
@@ -337,13 +343,19 @@ class Worker:
     def kill(self) -> None:
         """Kill the worker and everything it started; wait until they are gone."""
         self.proc.kill()
-        self.proc.join(5)
-        self.conn.close()
-        self.proc.close()
-        self.output.close()
+        self.reap()
+
+    def reap(self) -> None:
+        """After kill(): wait until the worker is gone, then close its descriptors and
+        remove its control group. Each step is tried, whatever the one before did (on a
+        thread of its own too: Pool.release)."""
+        for step in (lambda: self.proc.join(5), self.conn.close, self.proc.close, self.output.close):
+            with contextlib.suppress(Exception):
+                step()
         if self.group is not None:
             limits, name = self.group
-            limits.remove(name)
+            with contextlib.suppress(Exception):
+                limits.remove(name)
 
 
 def _ready_line(ready: dict[str, Any]) -> str:
@@ -461,6 +473,7 @@ class _Server:
             self.alive = False
             for proc in self._procs.values():
                 proc.ended.set()
+                proc.killed.set()
             self._cond.notify_all()
 
     def _on(self, msg: dict[str, Any], fds: list[int]) -> bool:
@@ -480,9 +493,12 @@ class _Server:
                 return False
             if event == "limit":
                 proc.limit = (str(msg.get("kind", "limit")), str(msg.get("message", "")))
+            elif event == "killed":
+                proc.killed.set()
             elif event == "exited":
                 proc.status = int(msg.get("status", 0))
                 proc.ended.set()
+                proc.killed.set()
                 self._procs.pop(wid, None)
         return False
 
@@ -712,7 +728,7 @@ class Pool:
         """A started worker (a warm spare when there is one); a new spare is started behind it."""
         if self._closed:
             raise RuntimeError("the worker pool is closed")
-        self._settle()
+        self.settle()
         with self._mutex:
             w = self._spare.pop(0) if self._spare else None
         if w is None or not w.proc.is_alive() or not w.proc.server.alive:
@@ -739,54 +755,63 @@ class Pool:
     def release(self, w: Worker, wait: bool = False) -> None:
         """Kill a worker once its role is done (workers are never reused); one that close()
         took already is its to kill (never two threads killing one worker). It is signalled
-        at once and, unless `wait`, its end is waited for on a thread: a GPU worker's end
-        (its CUDA context torn down) takes a few tenths of a second, which no verdict waits
-        for. The next acquire() waits for it, so no worker handed out runs beside the
-        memory of one that is ending."""
+        at once (its fork server kills its whole process tree then) and, unless `wait` or
+        the pool is closed, its end is waited for on a thread: a GPU worker's end (its CUDA
+        context torn down) takes a few tenths of a second, which no verdict waits for.
+        acquire(), close() and the GPU's exclusive hold for timing (settle) wait for it, so
+        no worker handed out and no timing runs beside the memory of one that is ending."""
         with self._mutex:
             ours = w in self._live
             self._live.discard(w)
+            wait = wait or self._closed
         if not ours:
             return
         w.proc.kill()
         if not wait:
+            # Its whole tree signalled before the verdict goes on: nothing of the
+            # candidate's runs past it (a few milliseconds; ended by the kernel then).
+            w.proc.wait_killed(2.0)
             try:
-                ending = threading.Thread(target=w.kill, name="autotriton-worker-end", daemon=True)
-                ending.start()
-            except RuntimeError:  # no thread to be had: waited for here
-                pass
-            else:
+                ending = threading.Thread(target=w.reap, name="autotriton-worker-end", daemon=True)
                 with self._mutex:
+                    ending.start()
                     self._ending = [t for t in self._ending if t.is_alive()]
                     self._ending.append(ending)
                 return
-        w.kill()
+            except RuntimeError:  # no thread to be had: waited for here
+                pass
+        w.reap()
 
-    def _settle(self, timeout: float = 10.0) -> None:
-        """Wait for the ends of the workers released so far."""
+    def settle(self, timeout: float = 15.0) -> None:
+        """Wait for the ends of the workers released so far (all of them together at most
+        `timeout`; each end is bounded by Worker.reap's own waits)."""
+        deadline = time.monotonic() + timeout
         with self._mutex:
-            ending, self._ending = self._ending, []
+            ending = list(self._ending)
         for t in ending:
-            t.join(timeout)
+            t.join(max(0.0, deadline - time.monotonic()))
+        with self._mutex:
+            self._ending = [t for t in self._ending if t.is_alive()]
 
     def close(self) -> None:
         """Kill every worker, spares included, stop the fork server, remove the scratch folder."""
-        self._closed = True
         with self._mutex:
+            self._closed = True
             workers = list(self._live)
             self._live.clear()
             self._spare.clear()
         for w in workers:  # every one signalled first: their ends overlap
             w.proc.kill()
         for w in workers:
-            w.kill()
-        self._settle()  # released ones, ended before their folder and groups go
+            w.reap()
+        self.settle()  # released ones, ended before their folder and groups go
         with self._server_lock:
             if self._server is not None:
                 self._server.stop()
             if self._early is not None:  # started early, never used
                 discard(self._early)
                 self._early = None
+        self.settle()  # any released while the server stopped (they are waited for inline now)
         if self.limits is not None:
             self.limits.close()
         self.lock.close()
