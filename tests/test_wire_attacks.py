@@ -284,7 +284,7 @@ def test_sealing_sets_and_timing_the_reference_do_not_deadlock():
     ref.timed = [0]
     judge = SimpleNamespace(
         options=VerifyOptions(reference_cache=False),
-        pool=SimpleNamespace(lock=GpuLock(None)),
+        pool=SimpleNamespace(lock=GpuLock(None), settle=lambda: None),
         on_event=lambda m: None,
         device="cuda",
     )
