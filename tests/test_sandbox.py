@@ -270,7 +270,11 @@ def test_nothing_outlives_a_worker(setup):
     )
     r = judge_without_lint(v, task, cand)
     # Every one of them was sent SIGKILL before its verdict came back (the pool waits for
-    # the worker's own end later, on a thread): gone a moment after, the pool still open.
+    # the worker's own end later, on a thread): dying at once, gone a moment after, the
+    # pool still open.
+    from autotriton_jupyter.verify.confine import doomed
+
+    assert all(doomed(p) for p in _pids_with(f"sleep\x00{tag}")), r.reasons
     deadline = time.monotonic() + 2.0
     while _pids_with(f"sleep\x00{tag}") and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -69,7 +72,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             )
             return 130
     tuned = None
-    answered = False
+    answered: Any = None
     one_shot = report is None  # no service answered: this process starts its own verifier
     if report is not None:
         if args.tune:
@@ -107,8 +110,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
                     tuned = _tune(args, cand, report, lambda cands: v.verify_many(task, cands), progress)
                 # Before the verifier closes: its workers' ends (on a GPU, a CUDA context
                 # each, torn down in a few tenths of a second) come after the answer.
+                answered = report  # (before it is written: a Ctrl-C then still finds it out)
                 _answer(args, report, tuned)
-                answered = True
             finally:
                 _close(v, answered)
         finally:
@@ -125,29 +128,50 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-    if not answered:
+    if answered is None:
         _answer(args, report, tuned)
+    return _exit_code(report)
+
+
+def _exit_code(report: Any) -> int:
     return {"pass": EXIT_PASS, "conditional": EXIT_CONDITIONAL}.get(report.verdict, EXIT_FAIL)
 
 
-def _close(v: Any, answered: bool) -> None:
-    """Close a one-shot verify's own verifier. Once its answer is out, the close (every
-    worker's end waited for, their control groups and folder removed) is not cut short by
-    Ctrl-C or SIGTERM, and a failure of it is a warning: the exit status stays the verdict's."""
+def _close(v: Any, answered: Any) -> None:
+    """Close a one-shot verify's own verifier. Once its answer (`answered`: its report) is
+    out, a Ctrl-C or SIGTERM does not cut the close short (every worker's end waited for,
+    their control groups and folder removed), a second one ends the process at once with
+    the verdict's status (the workers were sent SIGKILL already; the next verifier removes
+    a folder left so), and a failure of the close is a warning."""
     global FAST_EXIT
-    if not answered:
+    if answered is None:
         v.close()
-    else:
-        from ..interrupt import signals_held
+        FAST_EXIT = True  # every worker and the fork server ended: run() may end the process at once
+        return
+    import signal
 
-        try:
-            with signals_held():
-                v.close()
-        except KeyboardInterrupt:
-            pass  # asked to stop while it closed: it has, and the command ends as it would have
-        except Exception as e:
-            _warn(f"the verdict is above, but its verifier did not close cleanly: {type(e).__name__}: {e}")
-    FAST_EXIT = True  # every worker and the fork server ended: run() may end the process at once
+    asked = []
+
+    def on_signal(_sig: int, _frame: Any) -> None:
+        asked.append(True)
+        if len(asked) > 1:
+            os._exit(_exit_code(answered))
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(ValueError, OSError):
+                if signal.getsignal(sig) is not signal.SIG_IGN:
+                    previous[sig] = signal.signal(sig, on_signal)
+    try:
+        v.close()
+        FAST_EXIT = True
+    except Exception as e:
+        _warn(f"the verdict is above, but its verifier did not close cleanly: {type(e).__name__}: {e}")
+    finally:
+        for sig, handler in previous.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(sig, handler)
 
 
 def _answer(args: argparse.Namespace, report: Any, tuned: Any) -> None:

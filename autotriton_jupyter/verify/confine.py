@@ -273,3 +273,25 @@ def prefer_to_be_killed_first() -> None:
             f.write("1000")
     except OSError:
         pass
+
+
+_PF_EXITING = 0x4
+_SIGKILL_BIT = 1 << (signal.SIGKILL - 1)
+
+
+def doomed(pid: int) -> bool:
+    """Whether process `pid` is gone or will be with no help: a zombie, exiting, or with
+    SIGKILL pending (a kill loop need not signal it again)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+        rest = raw[raw.rfind(b")") + 2 :].split()
+        if rest[0] in (b"Z", b"X", b"x") or int(rest[6]) & _PF_EXITING:
+            return True
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith((b"SigPnd:", b"ShdPnd:")) and int(line.split()[1], 16) & _SIGKILL_BIT:
+                    return True
+    except (OSError, IndexError, ValueError):
+        return True  # no such process (any more)
+    return False

@@ -50,6 +50,7 @@ from . import confine, wire  # noqa: E402
 
 SCRATCH = "/tmp/scratch"  # each confined worker mounts its own private tmpfs here
 _TICK_S = 0.05
+_KILL_WITHIN_S = 0.25  # the longest a kill goes on signalling what a worker forks meanwhile
 _Q = struct.Struct("<q")
 
 
@@ -159,7 +160,9 @@ def _end_adopted() -> None:
     """Kill and reap every process left below this one (the worker's orphans), until none."""
     me = os.getpid()
     for _ in range(1000):
-        kids = [p for p, (ppid, _, _) in _proc_table().items() if ppid == me]
+        # The whole tree below, not only the children: what they fork meanwhile goes too.
+        table = _proc_table()
+        kids = [p for p in _tree(me, table) if p != me]
         if not kids:
             return
         for p in kids:
@@ -355,16 +358,19 @@ class Server:
         which the judge no longer waits for before the next verdict (Pool.release)."""
         try:
             if self.confined:
-                os.kill(c.worker, signal.SIGKILL)  # the init of its pid namespace: all go
+                os.kill(c.worker, signal.SIGKILL)  # with a pid namespace (its init), all go
             else:
                 os.killpg(c.worker, signal.SIGKILL)
         except OSError:
             pass
-        for _ in range(3):  # again for any forked while the first went
-            tree = [p for p in _tree(c.keeper, _proc_table()) if p != c.keeper]
-            if not tree:
+        # Again for any forked meanwhile, until every one is dying (bounded: a process that
+        # forks and exits without end is then left to the pids limit and the keeper).
+        deadline = time.monotonic() + _KILL_WITHIN_S
+        while True:
+            live = [p for p in _tree(c.keeper, _proc_table()) if p != c.keeper and not confine.doomed(p)]
+            if not live or time.monotonic() > deadline:
                 return
-            for p in tree:
+            for p in live:
                 try:
                     os.kill(p, signal.SIGKILL)
                 except OSError:

@@ -342,8 +342,17 @@ class Worker:
 
     def kill(self) -> None:
         """Kill the worker and everything it started; wait until they are gone."""
-        self.proc.kill()
+        self.signal()
         self.reap()
+
+    def signal(self) -> None:
+        """Kill the worker's process and, at once, every process of its tree: its server's
+        kill, and its control group's where it has one (a tree that forks as it is killed)."""
+        self.proc.kill()
+        if self.group is not None:
+            limits, name = self.group
+            with contextlib.suppress(Exception):
+                limits.kill(name)
 
     def reap(self) -> None:
         """After kill(): wait until the worker is gone, then close its descriptors and
@@ -766,7 +775,7 @@ class Pool:
             wait = wait or self._closed
         if not ours:
             return
-        w.proc.kill()
+        w.signal()
         if not wait:
             # Its whole tree signalled before the verdict goes on: nothing of the
             # candidate's runs past it (a few milliseconds; ended by the kernel then).
@@ -801,7 +810,7 @@ class Pool:
             self._live.clear()
             self._spare.clear()
         for w in workers:  # every one signalled first: their ends overlap
-            w.proc.kill()
+            w.signal()
         for w in workers:
             w.reap()
         self.settle()  # released ones, ended before their folder and groups go
