@@ -123,25 +123,34 @@ def test_a_listener_that_never_returns_holds_up_no_worker():
         pool.close()
 
 
+def _first_end_held(monkeypatch) -> tuple[threading.Event, list]:
+    """Hold back the first released worker's end (Worker.reap) until the event is set; the
+    workers whose ends are over, in order."""
+    from autotriton_jupyter.verify import sandbox
+
+    real = sandbox.Worker.reap
+    held = threading.Event()
+    ended: list = []
+    started: list = []
+
+    def slow_reap(self):
+        if not started:
+            started.append(self)
+            held.wait(30)
+        real(self)
+        ended.append(self)
+
+    monkeypatch.setattr(sandbox.Worker, "reap", slow_reap)
+    return held, ended
+
+
 def test_a_released_worker_is_signalled_at_once_and_its_end_waited_for_on_a_thread(monkeypatch):
     """A GPU worker's end (its CUDA context torn down) takes a few tenths of a second: no
     verdict waits for it. The next acquire does (no worker handed out runs beside the
     memory of one that is ending), and so does the pool's close, before it removes the
     workers' folder and control groups."""
-    from autotriton_jupyter.verify import sandbox
-
     pool = Pool("cpu", spares=0, sandbox=False)
-    real = sandbox.Worker.reap
-    held = threading.Event()
-    ended = []
-
-    def slow_reap(self):
-        if not ended:
-            held.wait(30)  # the first end, held back until the test lets it go
-        real(self)
-        ended.append(self)
-
-    monkeypatch.setattr(sandbox.Worker, "reap", slow_reap)
+    held, ended = _first_end_held(monkeypatch)
     try:
         w = pool.acquire()
         t0 = time.perf_counter()
@@ -166,19 +175,8 @@ def test_a_released_worker_is_signalled_at_once_and_its_end_waited_for_on_a_thre
 
 
 def test_close_waits_for_the_ends_of_released_workers(monkeypatch):
-    from autotriton_jupyter.verify import sandbox
-
     pool = Pool("cpu", spares=0, sandbox=False)
-    real = sandbox.Worker.reap
-    held = threading.Event()
-    ended = []
-
-    def slow_reap(self):
-        held.wait(30)
-        real(self)
-        ended.append(self)
-
-    monkeypatch.setattr(sandbox.Worker, "reap", slow_reap)
+    held, ended = _first_end_held(monkeypatch)
     try:
         w = pool.acquire()
         pool.release(w)
@@ -281,20 +279,8 @@ def test_the_fork_server_kills_a_workers_whole_tree_at_the_kill_not_at_its_end(t
 def test_every_acquire_waits_for_an_end_not_only_the_first(monkeypatch):
     """Two threads acquiring at once (a session's candidates, a reference beside them):
     neither gets a worker while a released one is still ending."""
-    from autotriton_jupyter.verify import sandbox
-
     pool = Pool("cpu", spares=0, sandbox=False)
-    real = sandbox.Worker.reap
-    held = threading.Event()
-    first = []
-
-    def slow_reap(self):
-        if not first:
-            first.append(self)
-            held.wait(30)
-        real(self)
-
-    monkeypatch.setattr(sandbox.Worker, "reap", slow_reap)
+    held, _ = _first_end_held(monkeypatch)
     try:
         pool.release(pool.acquire())
         got = []
