@@ -94,6 +94,7 @@ class _Process:
         self.status: int | None = None
         self.limit: tuple[str, str] | None = None
         self.ended = threading.Event()
+        self._fd_lock = threading.Lock()
         self.killed = threading.Event()  # its server has signalled its whole tree (or it ended)
 
     def host_pid(self) -> int | None:
@@ -109,15 +110,17 @@ class _Process:
         return None
 
     def is_alive(self) -> bool:
-        if self.pidfd < 0:
-            return False
-        ready, _, _ = select.select([self.pidfd], [], [], 0)
+        with self._fd_lock:  # never on a pidfd that a released worker's end closed meanwhile
+            if self.pidfd < 0:
+                return False
+            ready, _, _ = select.select([self.pidfd], [], [], 0)
         return not ready
 
     def kill(self) -> None:
-        if self.pidfd >= 0:
-            with contextlib.suppress(ProcessLookupError, OSError):
-                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        with self._fd_lock:
+            if self.pidfd >= 0:
+                with contextlib.suppress(ProcessLookupError, OSError):
+                    signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
         self.server.request_kill(self.id)
 
     def wait_killed(self, timeout: float) -> None:
@@ -126,8 +129,10 @@ class _Process:
             self.killed.wait(timeout)
 
     def join(self, timeout: float) -> None:
-        if self.pidfd >= 0:
-            select.select([self.pidfd], [], [], timeout)
+        fd = self.pidfd
+        if fd >= 0:
+            with contextlib.suppress(OSError, ValueError):  # closed by another thread meanwhile
+                select.select([fd], [], [], timeout)
         self.ended.wait(timeout if self.server.alive else 0)
 
     @property
@@ -137,9 +142,10 @@ class _Process:
         return os.waitstatus_to_exitcode(self.status)
 
     def close(self) -> None:
-        if self.pidfd >= 0:
-            os.close(self.pidfd)
-            self.pidfd = -1
+        with self._fd_lock:
+            if self.pidfd >= 0:
+                fd, self.pidfd = self.pidfd, -1
+                os.close(fd)
 
 
 class _Output:
