@@ -9,6 +9,7 @@ join() was interrupted (a CPython flaw).
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -71,22 +72,29 @@ def run_interruptibly(
 
 
 @contextlib.contextmanager
-def signals_held() -> Iterator[None]:
+def signals_held(exit_on_second: int | None = None) -> Iterator[None]:
     """Ctrl-C and SIGTERM only raise a flag inside; a KeyboardInterrupt follows on leaving.
 
     For steps that break on an interrupt instead of unwinding: importing torch swallows
     one, or aborts the process from C++ (no finally runs, scratch folders stay). Outside
-    the main thread, a plain block."""
+    the main thread, a plain block. `exit_on_second`: a second signal ends the process at
+    once with this status (a step the user may not want to wait for to its end)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     asked = [False]
     previous = {}
+
+    def on_signal(_sig: int, _frame: object) -> None:
+        if asked[0] and exit_on_second is not None:
+            os._exit(exit_on_second)
+        asked[0] = True
+
     try:
         for sig in (signal.SIGINT, signal.SIGTERM):
             if signal.getsignal(sig) is signal.SIG_IGN:
                 continue  # ignored by whoever started us (nohup, a background job): still
-            previous[sig] = signal.signal(sig, lambda _s, _f: asked.__setitem__(0, True))
+            previous[sig] = signal.signal(sig, on_signal)
     except (ValueError, OSError):  # not the main interpreter
         pass
     try:

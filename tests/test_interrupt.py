@@ -100,3 +100,29 @@ def test_signals_held_keeps_an_ignored_signal_ignored():
         assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+def test_a_second_signal_while_held_ends_the_process_with_the_status_given():
+    """One Ctrl-C or SIGTERM waits for the held step (a KeyboardInterrupt after it); a
+    second ends the process at once with `exit_on_second` (a one-shot verify's close)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import os, signal, sys, time
+        from autotriton_jupyter.interrupt import signals_held
+        try:
+            with signals_held(exit_on_second=int(sys.argv[1])):
+                for _ in range(int(sys.argv[2])):
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    time.sleep(0.2)
+                print("held step over", flush=True)
+        except KeyboardInterrupt:
+            print("interrupted after it", flush=True)
+            sys.exit(7)
+    """)
+    once = subprocess.run([sys.executable, "-c", code, "3", "1"], capture_output=True, text=True, timeout=120)
+    assert once.returncode == 7 and once.stdout.split() == ["held", "step", "over", "interrupted", "after", "it"]
+    twice = subprocess.run([sys.executable, "-c", code, "3", "2"], capture_output=True, text=True, timeout=120)
+    assert twice.returncode == 3 and twice.stdout == ""

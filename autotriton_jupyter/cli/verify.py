@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -148,30 +145,17 @@ def _close(v: Any, answered: Any) -> None:
         v.close()
         FAST_EXIT = True  # every worker and the fork server ended: run() may end the process at once
         return
-    import signal
+    from ..interrupt import signals_held
 
-    asked = []
-
-    def on_signal(_sig: int, _frame: Any) -> None:
-        asked.append(True)
-        if len(asked) > 1:
-            os._exit(_exit_code(answered))
-
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(ValueError, OSError):
-                if signal.getsignal(sig) is not signal.SIG_IGN:
-                    previous[sig] = signal.signal(sig, on_signal)
     try:
-        v.close()
-        FAST_EXIT = True
+        with signals_held(exit_on_second=_exit_code(answered)):
+            v.close()
+    except KeyboardInterrupt:
+        pass  # asked to stop while it closed: it has closed, and the command ends as it would have
     except Exception as e:
         _warn(f"the verdict is above, but its verifier did not close cleanly: {type(e).__name__}: {e}")
-    finally:
-        for sig, handler in previous.items():
-            with contextlib.suppress(ValueError, OSError, TypeError):
-                signal.signal(sig, handler)
+        return
+    FAST_EXIT = True
 
 
 def _answer(args: argparse.Namespace, report: Any, tuned: Any) -> None:

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import time
 from pathlib import Path
 
-from .confine import doomed
+from .confine import kill_until_dying
 
 _ROOT = Path("/sys/fs/cgroup")
 
@@ -123,18 +122,14 @@ class Limits:
             with contextlib.suppress(OSError):
                 (group / "cgroup.kill").write_text("1")
                 return
-        deadline = time.monotonic() + within_s
-        while True:
+
+        def listed() -> list[int]:
             try:
-                pids = [int(x) for x in (group / "cgroup.procs").read_text().split()]
-            except (OSError, ValueError):
-                return
-            live = [p for p in pids if not doomed(p)]
-            if not live or time.monotonic() > deadline:
-                return
-            for p in live:
-                with contextlib.suppress(OSError):
-                    os.kill(p, signal.SIGKILL)
+                return [int(x) for x in (group / "cgroup.procs").read_text().split()]
+            except (OSError, ValueError):  # gone already
+                return []
+
+        kill_until_dying(listed, within_s)
 
     def remove(self, name: str) -> None:
         """Remove group `name` once its processes are gone (they may take a moment to be reaped)."""

@@ -22,6 +22,8 @@ import ctypes
 import os
 import resource
 import signal
+import time
+from collections.abc import Callable
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -295,3 +297,18 @@ def doomed(pid: int) -> bool:
     except (OSError, IndexError, ValueError):
         return True  # no such process (any more)
     return False
+
+
+def kill_until_dying(pids: Callable[[], list[int]], within_s: float) -> None:
+    """SIGKILL every process `pids()` lists, again for any it lists after (forked
+    meanwhile), until every one is dying (doomed) or `within_s` is over."""
+    deadline = time.monotonic() + within_s
+    while True:
+        live = [p for p in pids() if not doomed(p)]
+        if not live or time.monotonic() > deadline:
+            return
+        for p in live:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass

@@ -363,18 +363,11 @@ class Server:
                 os.killpg(c.worker, signal.SIGKILL)
         except OSError:
             pass
-        # Again for any forked meanwhile, until every one is dying (bounded: a process that
-        # forks and exits without end is then left to the pids limit and the keeper).
-        deadline = time.monotonic() + _KILL_WITHIN_S
-        while True:
-            live = [p for p in _tree(c.keeper, _proc_table()) if p != c.keeper and not confine.doomed(p)]
-            if not live or time.monotonic() > deadline:
-                return
-            for p in live:
-                try:
-                    os.kill(p, signal.SIGKILL)
-                except OSError:
-                    pass
+        # Bounded: a process that forks and exits without end is then left to the pids
+        # limit and the keeper.
+        confine.kill_until_dying(
+            lambda: [p for p in _tree(c.keeper, _proc_table()) if p != c.keeper], _KILL_WITHIN_S
+        )
 
     def on_pipe(self, c: _Child) -> None:
         data = os.read(c.pipe, _Q.size)
