@@ -76,6 +76,9 @@ class Reference:
     users: int = 0
     retired: bool = False
     timing_failure: str | None = None  # why it cannot be timed (then no candidate gets figures)
+    # Its torch.compile is to be built before its timing (_compile_ahead), and how long that took.
+    compile_wanted: bool = False
+    compile_ahead_s: float | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     # Input sets encoded once into sealed memory files, by (first, end) set index: every
     # candidate's worker is handed the same files, which none of them can change.
@@ -274,6 +277,7 @@ class ReferencePrep:
             if ref is None:
                 ref = self._prepare(task, first_set)
                 self._seal_ahead(ref)
+                ref.compile_wanted = self._compiles_ahead(ref)
             self._refs[key] = ref  # most recent last
             while len(self._refs) > MAX_REFERENCES:
                 oldest = self._refs.pop(next(iter(self._refs)))
@@ -466,6 +470,71 @@ class ReferencePrep:
             then(sets)
         return {"sets": sets, "seconds": _seconds(spent)}
 
+    def _timing_key(self, ref: Reference, vary_mode: str | None) -> str:
+        """The reference's timings' key in refcache (its inputs' shapes, machine, budget)."""
+        return refcache.key(
+            source=ref.task.source,
+            inputs=[_shapes(ref.sets[i]["inputs"]) for i in ref.timed],
+            machine=ref.machine,
+            device=self.device,
+            budget=self.options.timing_budget_s,
+            vary=vary_mode,
+            version=5,  # 2: back-to-back figures; 3: inputs varied per call; 4: outputs projected; 5: rows within a budget
+        )
+
+    def _compiles_ahead(self, ref: Reference) -> bool:
+        """Whether the reference's torch.compile is built ahead of its timing: on a GPU
+        with timing on, unless its timings are on disk already (whichever way its inputs
+        will be varied: that is probed later)."""
+        o = self.options
+        if self.device != "cuda" or not o.timing or not ref.timed:
+            return False
+        if not (o.reference_cache and ref.machine):
+            return True
+        cache = refcache.ReferenceTimings()
+        return not any(cache.get(self._timing_key(ref, m)) is not None for m in vary.MODES)
+
+    def _compile_ahead(self, ref: Reference) -> None:
+        """Have the reference's worker build its torch.compile now, on a thread, while the
+        candidates are checked: its timing, under the GPU's exclusive hold, then only
+        measures (the compile took 2-3 s there). Called once a candidate was right on a
+        fresh input set (one wrong at once, as a failing one-shot verify's, costs nothing
+        here); started once, and only while nothing holds ref.lock.
+
+        The thread holds ref.lock from here until the worker is done, so the vary probe
+        and the reference's timing (which take it) wait for it, and no candidate's timing
+        runs beside it. It holds the GPU shared while the worker works, as the candidates'
+        checks do. A failure here is no failure: the timing compiles it again, and reports
+        what goes wrong there."""
+        if not ref.compile_wanted or not ref.lock.acquire(blocking=False):
+            return  # not wanted, started, or being timed (which compiles it) right now
+        if not ref.compile_wanted or ref.timing is not None:
+            ref.lock.release()
+            return
+        ref.compile_wanted = False
+
+        def build() -> None:
+            try:
+                with self.pool.lock.shared():
+                    got = ref.worker.call(
+                        "compile_reference",
+                        max(self.options.timeout, 300.0),
+                        "Compiling the reference",
+                        sets=[ref.sets[i]["worker_index"] for i in ref.timed],
+                    )
+                if not got.get("error"):
+                    ref.compile_ahead_s = got.get("seconds")
+            except Exception:  # (its worker lost, say): the timing finds out and says why
+                pass
+            finally:
+                ref.lock.release()
+
+        try:
+            threading.Thread(target=build, name="autotriton-compile-ahead", daemon=True).start()
+        except BaseException:
+            ref.lock.release()
+            raise
+
     def _reference_timing(self, ref: Reference) -> dict[str, Any]:
         """Eager and torch.compile timings of the reference: once per reference, and kept
         on disk between runs (refcache.py) unless options.reference_cache is off.
@@ -476,15 +545,7 @@ class ReferencePrep:
         with ref.lock:
             while ref.timing is None:
                 o = self.options
-                k = refcache.key(
-                    source=ref.task.source,
-                    inputs=[_shapes(ref.sets[i]["inputs"]) for i in ref.timed],
-                    machine=ref.machine,
-                    device=self.device,
-                    budget=o.timing_budget_s,
-                    vary=ref.vary_mode,
-                    version=5,  # 2: back-to-back figures; 3: inputs varied per call; 4: outputs projected; 5: rows within a budget
-                )
+                k = self._timing_key(ref, ref.vary_mode)
                 cache = refcache.ReferenceTimings() if o.reference_cache else None
                 ref.timing = cache.get(k) if cache else None
                 if ref.timing is not None:

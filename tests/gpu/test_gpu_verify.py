@@ -125,6 +125,25 @@ def test_slower_kernel_is_reported_slower(verifier, big_task):
     assert fast.timing["eager_ms"] == slow.timing["eager_ms"]
 
 
+def test_the_references_torch_compile_is_built_before_its_timing(big_task):
+    """Once a candidate is right on a fresh input set, the reference's worker builds its
+    torch.compile on a thread while the candidate's other runs go on; the reference's
+    timing under the GPU's exclusive hold then reuses that build. A candidate wrong at
+    once starts none."""
+    options = VerifyOptions(device="cuda", seed=7, reference_cache=False)
+    with Verifier(options) as v:
+        wrong = v.verify(big_task, Candidate(FAST.replace("tl.maximum(x + y, 0.0)", "x + y"), "no_relu"))
+        assert wrong.verdict == "fail", wrong.reasons
+        ref = v.prepare(big_task)
+        assert ref.compile_wanted and ref.compile_ahead_s is None
+        report = v.verify(big_task, Candidate(FAST, "fast"))
+        assert report.verdict == "pass", report.reasons
+        assert v.prepare(big_task) is ref
+        assert ref.compile_ahead_s and ref.compile_ahead_s > 0 and not ref.compile_wanted
+        assert ref.timing["compiled_ahead_s"] == ref.compile_ahead_s
+        assert report.timing["compile_ms"] and report.timing["compile_ms"] > 0
+
+
 SIDE_STREAM = FAST.replace(
     """        return launch(x, y, torch.empty_like(x))""",
     """        out = torch.empty_like(x)
