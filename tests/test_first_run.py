@@ -331,9 +331,9 @@ def test_an_init_variant_left_out_says_why_and_names_sizes_only_where_they_may_b
     assert "cannot take" not in note
 
 
-def test_on_a_gpu_a_candidate_wrong_on_its_first_set_still_gets_the_first_message_runs(monkeypatch):
-    """The first set is sent on its own, the rest of its message next; a run wrong on a
-    fresh set stops the plan only after that whole first message, as before the split."""
+def test_on_a_gpu_the_first_set_goes_in_a_part_of_its_own(monkeypatch):
+    """The first set is sent on its own, the rest of its message next (a candidate wrong
+    on the first set is stopped there: test_a_candidate_wrong_on_its_first_set_gets_no_other_run)."""
     import torch
 
     from autotriton_jupyter.verify import judge
@@ -345,11 +345,41 @@ def test_on_a_gpu_a_candidate_wrong_on_its_first_set_still_gets_the_first_messag
     ref = judge.Reference(None, None, 0, [], {}, sets, own_shape=list(range(len(sets))))  # type: ignore[arg-type]
     monkeypatch.setattr(judge, "PART_BYTES", 4 * 800)  # four sets' inputs and outputs a message
     plan = judge._plan(ref)
-    parts, stop_from = judge._grouping(ref, plan, "cuda")
+    parts = judge._plan_parts(ref, plan, "cuda")
     assert parts[:3] == [[0], [1, 2, 3], [4, 5, 6, 7]] and parts[-1] == [len(plan) - 1]
     assert sorted(i for p in parts for i in p) == list(range(len(plan)))
-    assert stop_from == 2
-    assert judge._grouping(ref, plan, "cpu") == ([[i] for i in range(len(plan))], 1)
+    assert judge._plan_parts(ref, plan, "cpu") == [[i] for i in range(len(plan))]
+
+
+@pytest.mark.parametrize("name,parts", [("fail_wrong_axis", [0]), ("pass_rowwise", [0, 1, 2])])
+def test_a_candidate_wrong_on_its_first_set_gets_no_other_run(corpus, monkeypatch, name, parts):
+    """Grouped as on a GPU (every run but the late calls in one message, the first set on
+    its own): a candidate wrong on the first set is stopped before the second part, and
+    gets its verdict from that set; a right one runs every part."""
+    from autotriton_jupyter.verify import judge
+
+    grouped = judge._plan_parts
+    monkeypatch.setattr(judge, "_plan_parts", lambda ref, plan, device: grouped(ref, plan, "cuda"))
+    monkeypatch.setattr(judge, "PART_BYTES", 1 << 40)
+    ran: list[int] = []
+    real = Verifier._run_part
+
+    def run_part(self, ref, w, plan, r, part, number, *rest):  # type: ignore[no-untyped-def]
+        ran.append(number)
+        return real(self, ref, w, plan, r, part, number, *rest)
+
+    monkeypatch.setattr(Verifier, "_run_part", run_part)
+    began = _spy(monkeypatch)
+    task = Task.from_file(corpus / "softmax" / "task.py")
+    with Verifier(VerifyOptions(**OPTIONS, seed=4)) as v:
+        r = v.verify(task, Candidate.from_file(corpus / "softmax" / f"{name}.py"))
+    assert sorted(set(ran) | ({0} if began else set())) == parts, (ran, began)
+    verdict, failed, runs = _summary(r)
+    if name.startswith("fail"):
+        assert verdict == "fail" and "correctness" in failed
+        assert {s for s, _, ok in runs if not ok} == {"fresh-1"}, runs
+    else:
+        assert verdict == "pass", r.reasons
 
 
 def test_a_set_left_out_for_memory_beside_a_candidate_is_made_again_without_it(corpus, monkeypatch):

@@ -198,27 +198,22 @@ def _plan(ref: Reference) -> list[dict]:
     return plan
 
 
-def _grouping(ref: Reference, plan: list[dict], device: str) -> tuple[list[list[int]], int]:
-    """The plan's runs grouped into messages, and the first part that a run already wrong
-    on a fresh set stops.
+def _plan_parts(ref: Reference, plan: list[dict], device: str) -> list[list[int]]:
+    """The plan's runs grouped into messages.
 
     On a GPU as many runs as fit PART_BYTES of inputs and outputs go in one message, on
     the CPU one each (the interpreter takes seconds a call: progress shows); the late calls
     last, on their own. The first input set is sent on its own (a candidate can run it while
-    the reference draws the others: firstrun.py), the rest of its message's runs next: a
-    candidate wrong on it still gets every run of that first message, as before."""
+    the reference draws the others: firstrun.py). A run wrong on a fresh set stops the plan
+    before its next part (_run_plan): a candidate wrong on the first set gets no other run,
+    on a GPU as on the CPU."""
     cost = [
         _nbytes(ref.sets[p["set"]]["outputs"]) + _nbytes(ref.sets[p["set"]]["inputs"])
         for p in plan
     ]
     head, *rest = _parts(cost[:-1], PART_BYTES if device == "cuda" else 0)
     split = [[head[0]], head[1:]] if len(head) > 1 else [head]
-    return [*split, *rest, [len(plan) - 1]], len(split)
-
-
-def _plan_parts(ref: Reference, plan: list[dict], device: str) -> list[list[int]]:
-    """The plan's runs grouped into messages (_grouping)."""
-    return _grouping(ref, plan, device)[0]
+    return [*split, *rest, [len(plan) - 1]]
 
 
 def _set_ranges(plan: list[dict], parts: list[list[int]]) -> list[tuple[int, int] | None]:
@@ -849,7 +844,7 @@ class Verifier(ReferencePrep, TimedChecks):
         tampered: list[str] = []
         # The late calls go last, on their own: a candidate already wrong on an input set
         # the task draws has its verdict, and is not kept for hundreds of calls more.
-        every, stop_from = _grouping(ref, plan, self.device)
+        every = _plan_parts(ref, plan, self.device)
         numbers = list(range(len(every)))[which]
         parts = every[which]
         sends = _set_ranges(plan, every)[which]  # the sets each part sends first, if any
@@ -882,7 +877,7 @@ class Verifier(ReferencePrep, TimedChecks):
                         pending.append(behind.submit(compare_run, i))
                 checked = len(runs)
                 spent["runs_compare"] += time.perf_counter() - t0
-                if k and numbers[k] >= stop_from and wrong:
+                if k and wrong:
                     stopped = True
                     break
                 if begun is not None and numbers[k] == 0:
