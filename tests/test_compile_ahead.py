@@ -7,18 +7,23 @@ from __future__ import annotations
 import threading
 
 import pytest
-import torch
 
 from autotriton_jupyter.task import Candidate, Task
 from autotriton_jupyter.verify import Verifier, VerifyOptions, refcache, reference, worker
 from autotriton_jupyter.verify.sandbox import WorkerFailure
 
 
-def test_the_workers_ahead_build_is_what_its_timing_uses(tmp_path, monkeypatch):
+def test_the_workers_build_ahead_and_what_its_timing_compiles_again(tmp_path, monkeypatch):
     """compile_reference calls the compiled reference once, without autograd, on a copy of
-    the first timed set (so the set itself is never written); its timing then takes that
-    build. After a failed build, the timing compiles anew."""
+    the first timed set (so the set itself is never written). Its timing then compiles
+    anew, with Dynamo's compiled code dropped first, so that the kernels' autotuning runs
+    again there, and Inductor keeps no autotuning choice on disk in between. After a
+    failed build, nothing is dropped and no build time is reported."""
+    import torch._dynamo
+    import torch._inductor.config as inductor
+
     made: list[dict] = []
+    resets: list[int] = []
 
     def compile_(model):
         entry = {"calls": []}
@@ -31,19 +36,21 @@ def test_the_workers_ahead_build_is_what_its_timing_uses(tmp_path, monkeypatch):
         return call
 
     monkeypatch.setattr(torch, "compile", compile_)
+    monkeypatch.setattr(torch._dynamo, "reset", lambda: resets.append(1))
+    monkeypatch.setattr(inductor, "autotune_local_cache", True)
     w = worker.WorkerState("cpu", str(tmp_path), 0.0)
     w.model = torch.nn.Softmax(dim=1)
     kept = torch.randn(4, 8)
     w.sets = [[torch.zeros(2, 2)], [kept]]
     got = w.op_compile_reference({"sets": [1]})
     assert "error" not in got and got["seconds"] >= 0
+    assert inductor.autotune_local_cache is False
     (entry,) = made
     ((grad, args),) = entry["calls"]
     assert not grad and torch.equal(args[0], kept) and args[0] is not kept
+    assert resets == []
     compiled, seconds = w._compiled_reference()
-    assert seconds == got["seconds"] and len(made) == 1  # no second compile
-    compiled(kept)
-    assert len(entry["calls"]) == 2
+    assert seconds == got["seconds"] and len(made) == 2 and resets == [1]
 
     def broken(model):
         raise RuntimeError("inductor is unwell")
@@ -53,7 +60,7 @@ def test_the_workers_ahead_build_is_what_its_timing_uses(tmp_path, monkeypatch):
     assert "inductor is unwell" in got["error"]
     monkeypatch.setattr(torch, "compile", compile_)
     compiled, seconds = w._compiled_reference()
-    assert seconds is None and len(made) == 2  # compiled anew, as before this step existed
+    assert seconds is None and len(made) == 3 and resets == [1]  # compiled as if no build
 
 
 @pytest.fixture
@@ -81,6 +88,8 @@ def test_the_reference_is_timed_only_once_its_ahead_build_is_done(prepared, monk
         return {"eager_ms": 1.0, "compile_ms": 0.5}
 
     monkeypatch.setattr(ref.worker, "call", call)
+    v.device = "cuda"  # (the build is a GPU verifier's with timing on; the worker is stood in for)
+    v.options.timing = True
     ref.vary_mode = "elements"
     ref.compile_wanted = True
     v._compile_ahead(ref)
@@ -95,30 +104,68 @@ def test_the_reference_is_timed_only_once_its_ahead_build_is_done(prepared, monk
     assert asked == ["compile_reference", "time_reference"]
     assert ref.compile_ahead_s == 2.5 and not ref.lock.locked()
 
-    # A build whose worker fails: the lock is let go, no figure is kept, nothing raised.
+    # A build whose worker dies: the lock is let go, nothing raised, no figure kept, and
+    # the reference's candidates are told why they get no speed figures.
     ref.timing, ref.compile_ahead_s, ref.compile_wanted = None, None, True
+    lost_calls: list[str] = []
 
     def lost(op, *args, **kw):
+        lost_calls.append(op)
         raise WorkerFailure("crash", "the worker died", op=op)
 
     monkeypatch.setattr(ref.worker, "call", lost)
     v._compile_ahead(ref)
-    with ref.lock:  # taken once the thread let it go
-        assert ref.compile_ahead_s is None
+    assert ref.lock.acquire(timeout=30)  # taken once the thread let it go
+    ref.lock.release()
+    assert lost_calls == ["compile_reference"] and ref.compile_ahead_s is None
+    assert "torch.compile could not be built (crash: the worker died)" in ref.timing_failure
+
+
+def test_a_verify_many_returns_once_a_build_it_started_is_done(prepared, monkeypatch):
+    """Its caller's next GPU work (a training step) has the GPU to itself; and a verifier
+    whose timing is off (a view of the same pool, say) starts none."""
+    v, ref = prepared
+    go = threading.Event()
+    monkeypatch.setattr(ref.worker, "call", lambda op, *a, **k: go.wait(30) and {"seconds": 1.0})
+    ref.compile_wanted = True
+    v.device = "cuda"
+    v.options.timing = False
+    v._compile_ahead(ref)
+    assert ref.build is None and ref.compile_wanted
+    v.options.timing = True
+    v._compile_ahead(ref)
+    assert ref.build is not None and ref.build.is_alive()
+    threading.Timer(0.3, go.set).start()
+    v._await_builds(30)
+    assert not ref.build.is_alive() and ref.compile_ahead_s == 1.0 and not ref.lock.locked()
+
+
+def test_a_closed_gpu_lock_opens_no_file_again(tmp_path):
+    """A thread that takes the lock after its pool closed (a build ending) leaks no descriptor."""
+    from autotriton_jupyter.verify.gpulock import GpuLock
+
+    lock = GpuLock(tmp_path / "gpu.lock")
+    with lock.shared():
+        assert lock._fd is not None
+    lock.close()
+    with lock.shared():
+        assert lock._fd is None
+    assert lock._fd is None
 
 
 def test_no_build_starts_while_the_reference_is_being_timed_or_is_timed(prepared, monkeypatch):
     v, ref = prepared
     asked: list[str] = []
     monkeypatch.setattr(ref.worker, "call", lambda op, *a, **k: asked.append(op) or {"seconds": 1.0})
+    v.device = "cuda"
+    v.options.timing = True
     ref.compile_wanted = True
     with ref.lock:  # the timing (or the vary probe) holds it: it compiles there itself
         v._compile_ahead(ref)
-    assert ref.compile_wanted and asked == []
+    assert ref.compile_wanted and asked == [] and ref.build is None
     ref.timing = {"eager_ms": 1.0}
     v._compile_ahead(ref)
-    with ref.lock:
-        assert asked == [] and not ref.lock.acquire(blocking=False)
+    assert asked == [] and ref.build is None and not ref.lock.locked()
 
 
 def test_a_build_is_wanted_on_a_gpu_with_timing_unless_its_timings_are_on_disk(prepared, tmp_path, monkeypatch):

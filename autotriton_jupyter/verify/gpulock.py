@@ -90,6 +90,8 @@ class GpuLock:
                 self._cond.notify_all()
 
     def close(self) -> None:
+        """Let the lock file go; later holds (a thread still finishing) are this process's only."""
+        self._path = None
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None

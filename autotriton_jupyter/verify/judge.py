@@ -343,6 +343,7 @@ class Verifier(ReferencePrep, TimedChecks):
             if start is not None:  # a process that exits inside CUDA's start can crash
                 start.join(30)
             self.pool.close()
+            self._await_builds(5.0)
 
     # candidates ------------------------------------------------------------------------
     def verify(
@@ -549,9 +550,10 @@ class Verifier(ReferencePrep, TimedChecks):
 
         with ThreadPoolExecutor(max_workers=self.parallel) as ex:
             reports = list(ex.map(one, range(len(cands))))
-        # Their workers' ends too: the caller's next GPU work (a training step) has the
-        # memory they held.
+        # Their workers' ends too, and a reference's build ahead: the caller's next GPU
+        # work (a training step) has the memory they held, and the GPU to itself.
         self.pool.settle()
+        self._await_builds(max(self.options.timeout, 300.0) + 30.0)
         return reports
 
     def _signature(self, task: Task, candidate: Candidate, r: Report) -> None:
@@ -737,8 +739,10 @@ class Verifier(ReferencePrep, TimedChecks):
             checks = secrets.SystemRandom().sample(sorted(prints), min(fingerprint.CHECKED, len(prints)))
             # Still holding the GPU: the next candidate's timing would otherwise make this
             # wait its whole turn. (ref.lock inside the exclusive lock cannot deadlock here:
-            # the reference's timing and vary mode, the only steps that hold ref.lock while
-            # they wait for the GPU, were settled before this candidate's timing began.)
+            # the steps that hold ref.lock while they wait for the GPU, the reference's
+            # timing and vary probe and its build ahead, were done before this candidate's
+            # timing began: a build starts only while ref.timing is None, and ref.timing,
+            # once set, is never unset.)
             wants = self._varied_reference(
                 ref, timed["kept"], vary_seed, [prints[c] for c in checks], projection_seed,
                 gpu_held=True,

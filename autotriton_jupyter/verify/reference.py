@@ -79,6 +79,7 @@ class Reference:
     # Its torch.compile is to be built before its timing (_compile_ahead), and how long that took.
     compile_wanted: bool = False
     compile_ahead_s: float | None = None
+    build: threading.Thread | None = None  # the thread that asked for it
     lock: threading.Lock = field(default_factory=threading.Lock)
     # Input sets encoded once into sealed memory files, by (first, end) set index: every
     # candidate's worker is handed the same files, which none of them can change.
@@ -496,16 +497,20 @@ class ReferencePrep:
 
     def _compile_ahead(self, ref: Reference) -> None:
         """Have the reference's worker build its torch.compile now, on a thread, while the
-        candidates are checked: its timing, under the GPU's exclusive hold, then only
-        measures (the compile took 2-3 s there). Called once a candidate was right on a
-        fresh input set (one wrong at once, as a failing one-shot verify's, costs nothing
-        here); started once, and only while nothing holds ref.lock.
+        candidates are checked: its timing, under the GPU's exclusive hold, then finds
+        most of that work done (the compile took 2-3 s there; worker.op_compile_reference
+        says what is made again). Called once a candidate was right on a fresh input set
+        (one wrong at once, as a failing one-shot verify's, costs nothing here), by a
+        verifier that times on a GPU; started once, and only while nothing holds ref.lock.
 
         The thread holds ref.lock from here until the worker is done, so the vary probe
         and the reference's timing (which take it) wait for it, and no candidate's timing
         runs beside it. It holds the GPU shared while the worker works, as the candidates'
-        checks do. A failure here is no failure: the timing compiles it again, and reports
-        what goes wrong there."""
+        checks do. A build that fails is no failure: the timing compiles it again, and
+        reports what goes wrong there. One whose worker is lost (out of time, crashed)
+        leaves no figures to make: its reference's candidates are told why."""
+        if not (self.options.timing and self.device == "cuda"):
+            return
         if not ref.compile_wanted or not ref.lock.acquire(blocking=False):
             return  # not wanted, started, or being timed (which compiles it) right now
         if not ref.compile_wanted or ref.timing is not None:
@@ -519,21 +524,37 @@ class ReferencePrep:
                     got = ref.worker.call(
                         "compile_reference",
                         max(self.options.timeout, 300.0),
-                        "Compiling the reference",
+                        "Building the reference's torch.compile",
                         sets=[ref.sets[i]["worker_index"] for i in ref.timed],
                     )
                 if not got.get("error"):
                     ref.compile_ahead_s = got.get("seconds")
-            except Exception:  # (its worker lost, say): the timing finds out and says why
+            except WorkerFailure as f:
+                if f.kind != "error":  # its worker is gone: nothing can time it now
+                    ref.timing_failure = (
+                        f"the reference's torch.compile could not be built ({f.kind}: {f.message[:200]})"
+                    )
+            except Exception:  # (the pool closed meanwhile, say): the timing finds out
                 pass
             finally:
                 ref.lock.release()
 
+        ref.build = threading.Thread(target=build, name="autotriton-compile-ahead", daemon=True)
         try:
-            threading.Thread(target=build, name="autotriton-compile-ahead", daemon=True).start()
+            ref.build.start()
         except BaseException:
+            ref.build = None
             ref.lock.release()
             raise
+
+    def _await_builds(self, timeout: float) -> None:
+        """Wait (at most `timeout` seconds each) for the builds ahead that are still going:
+        before a verify_many returns (its caller's next GPU work has the GPU to itself) and
+        once the pool is closed (their workers gone, they end at once)."""
+        with self._refs_lock:
+            builds = [ref.build for ref in self._refs.values() if ref.build is not None]
+        for t in builds:
+            t.join(timeout)
 
     def _reference_timing(self, ref: Reference) -> dict[str, Any]:
         """Eager and torch.compile timings of the reference: once per reference, and kept

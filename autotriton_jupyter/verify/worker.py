@@ -233,6 +233,25 @@ def _made(inputs: list[Any], variant: str, gen: torch.Generator, dev: torch.devi
     return out
 
 
+def _graph_cache_hits() -> int:
+    """How many compiled graphs Inductor has found in its cache so far in this process."""
+    try:
+        from torch._dynamo.utils import counters
+
+        return int(counters["inductor"]["fxgraph_cache_hit"])
+    except Exception:
+        return 0
+
+
+def _no_kept_autotuning() -> None:
+    """Inductor keeps no autotuning choice on disk in this worker: a choice made while the
+    GPU is shared (op_compile_reference) is never read back by the timing's compile."""
+    import torch._inductor.config as inductor
+
+    if hasattr(inductor, "autotune_local_cache"):
+        inductor.autotune_local_cache = False
+
+
 class WorkerState:
     """State of one worker: its device and whatever the commands built."""
 
@@ -276,8 +295,7 @@ class WorkerState:
         self.rng = random.Random(os.urandom(16))
         self.warming: threading.Thread | None = None  # warm_up's thread, until awaited
         self.warm_s: float | None = None  # how long Triton's warm-up took, when it did
-        self._compiled: Any = None  # the reference's torch.compile, built ahead of its timing
-        self._compile_s: float | None = None  # and how long that took
+        self._compile_s: float | None = None  # how long the reference's build ahead took
         self.observed = False  # no call of the candidate's yet
 
     def warm_up(self) -> None:
@@ -560,34 +578,45 @@ class WorkerState:
     def op_compile_reference(self, msg: dict) -> dict:
         """torch.compile of the reference, built before its timing: its first call, on a
         copy of the first timed set (as op_time_reference's buffers are), under no_grad,
-        compiles it. The judge asks for it while the candidates are checked, so that the
-        timing under the GPU's exclusive hold only measures. A failure is kept for
-        op_time_reference, which then compiles once more there and reports that one."""
+        compiles it. The judge asks for it while the candidates are checked (the GPU
+        shared), so that its timing, under the exclusive hold, finds the work done.
+
+        What that first call also does is choose each kernel's launch configuration by
+        timing them (Inductor's autotuning): beside the candidates' work, which may load
+        the GPU on purpose. So no choice made here is kept (_no_kept_autotuning), and the
+        timing compiles once more from Inductor's and Triton's caches (cheap), its
+        kernels' choices made again under the exclusive hold (_compiled_reference)."""
         self._await_warm_up()
+        _no_kept_autotuning()
         t0 = time.perf_counter()
         sets = [self.sets[i] for i in msg["sets"]]
         buffers = [x.clone() if isinstance(x, torch.Tensor) else x for x in sets[0]]
-        self._compiled = None
+        self._compile_s = None
         try:
             compiled = torch.compile(self.model)
             with torch.no_grad():
                 compiled(*buffers)
             if self.device == "cuda":
                 torch.cuda.synchronize()
-            self._compiled = compiled
         except BaseException as e:
             return {"seconds": time.perf_counter() - t0, "error": _describe(e)}
         finally:
             del buffers
+            if self.device == "cuda":
+                torch.cuda.empty_cache()  # its peak is not held through the candidates' runs
         self._compile_s = time.perf_counter() - t0
         return {"seconds": self._compile_s}
 
     def _compiled_reference(self) -> tuple[Any, float | None]:
-        """The reference compiled ahead (op_compile_reference) and how long that took, or a
-        new torch.compile of it (compiled by its first call: None)."""
-        if self._compiled is not None:
-            return self._compiled, self._compile_s
-        return torch.compile(self.model), None
+        """A new torch.compile of the reference, and how long its build ahead took (None:
+        none was made, and its first call compiles it all). After a build ahead, Dynamo's
+        compiled code is dropped, so that its first call compiles again, mostly from the
+        caches, and its kernels' autotuning runs again, where it is called from: under the
+        GPU's exclusive hold."""
+        _no_kept_autotuning()
+        if self._compile_s is not None:
+            torch._dynamo.reset()
+        return torch.compile(self.model), self._compile_s
 
     def op_time_reference(self, msg: dict) -> dict:
         self._await_warm_up()
@@ -617,12 +646,14 @@ class WorkerState:
             result["eager_reps"] = eager["reps"]
             try:
                 compiled, ahead_s = self._compiled_reference()
-                if ahead_s is not None:
-                    result["compiled_ahead_s"] = ahead_s
+                hits = _graph_cache_hits()
                 c = timing.bench(
                     compiled, buffers, sets, budget_s=msg["budget_s"], rng=rng, back_to_back=True,
                     vary=variation, check=check,
                 )
+                if ahead_s is not None:  # (figures only: how much of its build it found made)
+                    result["compiled_ahead_s"] = ahead_s
+                    result["compile_cache_hits"] = _graph_cache_hits() - hits
                 prints.clear()
                 result["compile_ms"] = c["median_ms"]
                 result["compile_b2b_ms"] = c["b2b_ms"]
