@@ -266,6 +266,36 @@ def test_a_one_shot_verify_answers_before_its_verifier_ends_its_workers(corpus, 
     assert capsys.readouterr().out == ""  # and nothing after
 
 
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_signal_as_the_answer_is_written_leaves_the_verdicts_status(corpus, capsys, monkeypatch, sig):
+    """A Ctrl-C (or SIGTERM) that lands just as the answer has been written, before the
+    close began: the verifier still closes, and the exit status is the verdict's, not 130."""
+    import os
+    import signal
+
+    from autotriton_jupyter.cli import verify as cli_verify
+    from autotriton_jupyter.verify import sandbox
+
+    real_answer = cli_verify._answer
+    closed = []
+    real_close = sandbox.Pool.close
+
+    def answer(*args):
+        real_answer(*args)
+        os.kill(os.getpid(), getattr(signal, sig))  # the answer is out; the close not begun
+
+    def close(self):
+        real_close(self)
+        closed.append(self.closed)
+
+    monkeypatch.setattr(cli_verify, "_answer", answer)
+    monkeypatch.setattr(sandbox.Pool, "close", close)
+    code = main(["verify", str(corpus / "add_relu/task.py"), str(corpus / "add_relu/fail_sub.py"),
+                 "--json", "-q", "--local", "--no-timing"])
+    assert json.loads(capsys.readouterr().out)["verdict"] == "fail"
+    assert code == 1 and closed == [True]
+
+
 @pytest.mark.parametrize("trouble", ["sigterm", "oserror"])
 def test_once_the_answer_is_out_the_exit_status_stays_the_verdicts(corpus, capsys, monkeypatch, trouble):
     """A harness that reads the answer and then stops the command (SIGTERM), or a close that

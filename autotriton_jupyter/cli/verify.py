@@ -105,12 +105,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 report = v.verify(task, cand)
                 if args.tune:
                     tuned = _tune(args, cand, report, lambda cands: v.verify_many(task, cands), progress)
-                # Before the verifier closes: its workers' ends (on a GPU, a CUDA context
-                # each, torn down in a few tenths of a second) come after the answer.
-                answered = report  # (before it is written: a Ctrl-C then still finds it out)
-                _answer(args, report, tuned)
-            finally:
-                _close(v, answered)
+            except BaseException:
+                _close(v)
+                raise
+            # Before the verifier closes: its workers' ends (on a GPU, a CUDA context each,
+            # torn down in a few tenths of a second) come after the answer.
+            answered = report
+            _answer_and_close(args, report, tuned, v)
         finally:
             prestart.drop()  # one its Verifier did not take (it could not be built)
     if one_shot and not args.quiet:
@@ -134,28 +135,38 @@ def _exit_code(report: Any) -> int:
     return {"pass": EXIT_PASS, "conditional": EXIT_CONDITIONAL}.get(report.verdict, EXIT_FAIL)
 
 
-def _close(v: Any, answered: Any) -> None:
-    """Close a one-shot verify's own verifier. Once its answer (`answered`: its report) is
-    out, a Ctrl-C or SIGTERM does not cut the close short (every worker's end waited for,
-    their control groups and folder removed), a second one ends the process at once with
-    the verdict's status (the workers were sent SIGKILL already; the next verifier removes
-    a folder left so), and a failure of the close is a warning."""
+def _close(v: Any) -> None:
+    """Close a one-shot verify's own verifier that has no answer (an error, an interrupt)."""
     global FAST_EXIT
-    if answered is None:
-        v.close()
-        FAST_EXIT = True  # every worker and the fork server ended: run() may end the process at once
-        return
+    v.close()
+    FAST_EXIT = True  # every worker and the fork server ended: run() may end the process at once
+
+
+def _answer_and_close(args: argparse.Namespace, report: Any, tuned: Any, v: Any) -> None:
+    """Write a one-shot verify's answer, then close its verifier, with Ctrl-C and SIGTERM
+    held from before the answer to the close's end: one that comes while the answer is
+    written or after does not cut the close short (every worker's end waited for, their
+    control groups and folder removed), and the exit status stays the verdict's. A second
+    one ends the process at once with the verdict's status (the workers were sent SIGKILL
+    already; the next verifier removes a folder left so). A failure of the close is a
+    warning."""
+    global FAST_EXIT
     from ..interrupt import signals_held
 
+    closed = False
     try:
-        with signals_held(exit_on_second=_exit_code(answered)):
-            v.close()
+        with signals_held(exit_on_second=_exit_code(report)):
+            try:
+                _answer(args, report, tuned)
+            finally:
+                try:
+                    v.close()
+                    closed = True
+                except Exception as e:
+                    _warn(f"the verdict is above, but its verifier did not close cleanly: {type(e).__name__}: {e}")
     except KeyboardInterrupt:
-        pass  # asked to stop while it closed: it has closed, and the command ends as it would have
-    except Exception as e:
-        _warn(f"the verdict is above, but its verifier did not close cleanly: {type(e).__name__}: {e}")
-        return
-    FAST_EXIT = True
+        pass  # asked to stop while it answered and closed: both done, the command ends as it would have
+    FAST_EXIT = closed
 
 
 def _answer(args: argparse.Namespace, report: Any, tuned: Any) -> None:
