@@ -287,6 +287,70 @@ def test_a_service_that_does_not_stop_in_time_is_an_error_not_stopped(tmp_path, 
         service.stop(wait_s=0.3)
 
 
+def test_a_start_while_the_service_stops_waits_for_it_and_leaves_no_orphan(env):
+    """`verifier stop` lets the verifies under way finish. Meanwhile `status` says the
+    service is stopping, and `start` waits until it is gone, then starts the next one,
+    whose socket the old one, ending after, does not remove."""
+    assert cli(env, "verifier", "start", "--device", "cpu", "--idle", "5").returncode == 0
+    old = json.loads(cli(env, "verifier", "status", "--json").stdout)["pid"]
+    slow = subprocess.Popen(
+        [sys.executable, "-m", "autotriton_jupyter", "verify", "--json",
+         str(ROOT / "examples/tasks/softmax.py"), str(ROOT / "examples/candidates/softmax/rowwise.py")],
+        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    stopper = None
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and (service.status() or {}).get("active", 0) == 0:
+            assert slow.poll() is None, slow.communicate()
+            time.sleep(0.05)
+        stopper = subprocess.Popen(
+            [sys.executable, "-m", "autotriton_jupyter", "verifier", "stop"],
+            env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        while time.monotonic() < deadline and not (service.status() or {}).get("stopping"):
+            time.sleep(0.05)
+        said = cli(env, "verifier", "status")
+        assert said.returncode == 0 and said.stdout.startswith(f"verifier service stopping: pid {old}"), said
+        assert "finishes its 1 verify under way and takes no new one" in said.stdout
+        started = cli(env, "verifier", "start", "--device", "cpu", "--idle", "5")
+        assert started.returncode == 0, started.stderr
+        assert f"(pid {old}) is stopping: waiting for its 1 verify under way" in started.stderr
+        assert "verifier service ready" in started.stdout
+        out, err = slow.communicate(timeout=600)
+        assert slow.returncode == 0 and json.loads(out)["verdict"] == "pass", err[-2000:]
+        assert stopper.wait(60) == 0
+    finally:
+        for p in (slow, stopper):
+            if p is not None and p.poll() is None:
+                p.kill()
+    new = service.status()
+    assert new is not None and new["pid"] != old and not new.get("stopping")
+    assert not _running(old) and service.socket_path().exists()
+
+
+def test_a_verify_sent_to_a_stopping_service_is_verified_here(monkeypatch):
+    """A stopping service refuses new verifies: the client verifies on its own, quietly."""
+    import socket
+    import threading
+
+    from autotriton_jupyter.task import Candidate, Task
+
+    ours, theirs = socket.socketpair()
+
+    def service_side() -> None:
+        with theirs:
+            theirs.recv(1 << 20)
+            theirs.sendall(json.dumps({"error": "the verifier service is stopping", "kind": "stopping"}).encode() + b"\n")
+
+    threading.Thread(target=service_side, daemon=True).start()
+    monkeypatch.setattr(service, "_connect", lambda: ours)
+    said: list[str] = []
+    task, cand = Task.from_file(TASK), Candidate.from_file(CANDS / "pass_masked.py")
+    assert service.verify_remote(task, cand, service.VerifyOptions(), said.append) is None
+    assert said == []
+
+
 def _running(pid: int) -> bool:
     try:
         os.kill(pid, 0)

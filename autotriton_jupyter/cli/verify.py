@@ -232,6 +232,12 @@ def _service_line(got: dict) -> str:
 
     since = time.strftime("%H:%M", time.localtime(got.get("started", 0)))
     active = got.get("active", 0)
+    if got.get("stopping"):
+        return (
+            f"pid {got['pid']} on {got['device']}; it finishes its {active} "
+            f"verif{'y' if active == 1 else 'ies'} under way and takes no new one; socket "
+            f"and log in {service.folder()}"
+        )
     return (
         f"pid {got['pid']} on {got['device']}, sandbox {'on' if got['sandbox'] else 'off'}, "
         f"since {since}; {'' if got.get('ready') else 'still starting its workers, '}"
@@ -270,7 +276,15 @@ def cmd_verifier(args: argparse.Namespace) -> int:
             else:
                 print(f"verifier service ready: {_service_line(got)}")
         elif args.what == "stop":
-            finished = service.stop(on_event=_progress(getattr(args, "quiet", False)))
+            try:
+                finished = service.stop(on_event=_progress(getattr(args, "quiet", False)))
+            except KeyboardInterrupt:
+                print(
+                    "autotriton: interrupted; the verifier service still stops once the "
+                    "verifies under way are done (`autotriton verifier status` says when)",
+                    file=sys.stderr,
+                )
+                return 130
             if finished is None:
                 print("no verifier service is running")
             elif finished:
@@ -288,7 +302,8 @@ def cmd_verifier(args: argparse.Namespace) -> int:
             print(
                 json.dumps({"running": True, **got})
                 if args.json
-                else f"verifier service running: {_service_line(got)}"
+                else f"verifier service {'stopping' if got.get('stopping') else 'running'}: "
+                f"{_service_line(got)}"
             )
     except service.ServiceError as e:
         print(f"autotriton: {e}", file=sys.stderr)

@@ -233,6 +233,8 @@ def verify_remote(
                 return report
             elif msg.get("kind") == "task":
                 raise TaskError(str(msg.get("error")))
+            elif msg.get("kind") == "stopping":
+                return None  # as if none ran
             else:
                 if on_event:
                     on_event(f"the verifier service cannot take this: {msg.get('error')}; verifying here")
@@ -245,6 +247,8 @@ def start(options: VerifyOptions, idle_s: float = IDLE_S, wait_s: float = 300.0,
     """Start a service in the background and wait until it answers; its status. When one
     runs already, its status with "already": True (nothing is started)."""
     running = status()
+    if running is not None and running.get("stopping"):
+        running = _await_stop(running, wait_s, on_event)
     if running is not None:
         return {**running, "already": True}
     log = folder() / "verifier.log"
@@ -270,6 +274,30 @@ def start(options: VerifyOptions, idle_s: float = IDLE_S, wait_s: float = 300.0,
             except subprocess.TimeoutExpired:
                 proc.kill()
         raise
+
+
+def _await_stop(running: dict[str, Any], wait_s: float,
+                on_event: Callable[[str], None] | None) -> dict[str, Any] | None:
+    """Wait for a stopping service to be gone (it finishes its verifies first): None, or
+    the status of one started meanwhile by someone else."""
+    if on_event:
+        on_event(
+            f"the verifier service (pid {running.get('pid')}) is stopping: waiting for its "
+            f"{running.get('active', 0)} verif{'y' if running.get('active') == 1 else 'ies'} under way"
+        )
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < wait_s:
+        got = status()
+        if got is None or not got.get("stopping"):
+            pid = running.get("pid")
+            while isinstance(pid, int) and _alive(pid) and time.monotonic() - t0 < wait_s:
+                time.sleep(0.1)  # its workers' ends: their memory is the new one's
+            return got
+        time.sleep(0.2)
+    raise ServiceError(
+        f"the verifier service (pid {running.get('pid')}) is stopping and still runs after "
+        f"{wait_s:g} s; its log is {folder() / 'verifier.log'}"
+    )
 
 
 def _await_start(proc: subprocess.Popen, log: Path, start_at: int, wait_s: float,
@@ -307,19 +335,26 @@ def stop(wait_s: float = 600.0, on_event: Callable[[str], None] | None = None) -
     if conn is None:
         return None
     running = 0
+    pid = None
     with conn:
         _send(conn, {"op": "stop"})
         for reply in _lines(conn):
             if isinstance(reply, dict) and isinstance(reply.get("active"), int):
                 running = reply["active"]
+            if isinstance(reply, dict) and isinstance(reply.get("pid"), int):
+                pid = reply["pid"]
+
+    def there() -> bool:  # until its workers are gone too (a service since started is another)
+        return _alive(pid) if pid is not None else socket_path().exists()
+
     t0 = time.monotonic()
     told = False
-    while time.monotonic() - t0 < wait_s and socket_path().exists():
-        if on_event and not told and time.monotonic() - t0 > 1.0:
+    while time.monotonic() - t0 < wait_s and there():
+        if on_event and not told and running and time.monotonic() - t0 > 1.0:
             on_event("the verifier service finishes the verifies under way before it stops")
             told = True
         time.sleep(0.1)
-    if socket_path().exists():
+    if there():
         raise ServiceError(
             f"the verifier service was asked to stop but still runs after {wait_s:g} s "
             f"(verifies under way when asked: {running}); its log is {folder() / 'verifier.log'}"
@@ -349,7 +384,8 @@ class _Service:
         self.options = options
         self.idle_s = idle_s
         self.ready = False
-        self.active = 0
+        self.active = 0  # verifies under way
+        self.connections = 0  # connections taken and not yet answered (a verify among them)
         self.last = time.monotonic()
         self.stopping = stopping or threading.Event()
         self.lock = threading.Lock()
@@ -371,9 +407,17 @@ class _Service:
             "idle_s": self.idle_s,
             "active": self.active,
             "references": len(self.verifier._refs),
+            "stopping": self.stopping.is_set(),
         }
 
     def handle(self, conn: socket.socket) -> None:
+        try:
+            self._handle(conn)
+        finally:
+            with self.lock:
+                self.connections -= 1
+
+    def _handle(self, conn: socket.socket) -> None:
         with conn:
             if _peer_uid(conn) != os.getuid():
                 return
@@ -389,7 +433,10 @@ class _Service:
                 self.stopping.set()
                 with self.lock:
                     running = self.active
-                _send(conn, {"stopping": True, "active": running})
+                _send(conn, {"stopping": True, "active": running, "pid": os.getpid()})
+            elif msg.get("op") == "verify" and self.stopping.is_set():
+                # As if none ran: the client verifies on its own (verify_remote).
+                _send(conn, {"error": "the verifier service is stopping", "kind": "stopping"})
             elif msg.get("op") == "verify":
                 with self.lock:
                     self.active += 1
@@ -443,39 +490,82 @@ class _Service:
         _send(conn, {"report": json.loads(report.to_json()), "pid": os.getpid()})
 
     def serve(self) -> None:
+        """Take connections until stopped (`verifier stop`, a signal) or idle. A stopping
+        service still answers its status ("stopping") and refuses new verifies, until
+        the verifies under way are done; then its socket and info file go, if they are
+        still its own (a service started since has its own there), and then its workers."""
         path = socket_path()
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(str(path))
         os.chmod(path, 0o600)
+        mine = _identity(path)
         listener.listen(16)
         listener.settimeout(1.0)
         _info_path().write_text(json.dumps(self.describe()))
         threading.Thread(target=self.warm, name="autotriton-warm", daemon=True).start()
         try:
-            while not self.stopping.is_set():
+            while True:
+                if self.stopping.is_set():
+                    listener.settimeout(0.1)
+                    with self.lock:
+                        if self.active == 0 and self.connections == 0:
+                            break
                 try:
                     conn, _ = listener.accept()
                 except TimeoutError:
                     with self.lock:
                         idle = self.active == 0 and time.monotonic() - self.last > self.idle_s
                     if idle:
-                        break
+                        self.stopping.set()
                     continue
-                threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
+                with self.lock:
+                    self.connections += 1
+                try:
+                    threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
+                except BaseException:
+                    conn.close()
+                    with self.lock:
+                        self.connections -= 1
+                    raise
         finally:
             listener.close()
-            while True:  # verifies under way finish first: their workers are not cut off
+            if _identity(path) == mine:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+            with contextlib.suppress(OSError, ValueError):
+                if json.loads(_info_path().read_text()).get("pid") == os.getpid():
+                    _info_path().unlink()
+            while True:  # (an error above): verifies under way finish first
                 with self.lock:
                     if self.active == 0:
                         break
                 time.sleep(0.1)
             self.verifier.close()
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-            with contextlib.suppress(FileNotFoundError):
-                _info_path().unlink()
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """Which file `path` is (device, inode), or None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def main(argv: list[str]) -> int:
