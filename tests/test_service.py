@@ -329,6 +329,40 @@ def test_a_start_while_the_service_stops_waits_for_it_and_leaves_no_orphan(env):
     assert not _running(old) and service.socket_path().exists()
 
 
+def test_two_starts_at_once_give_one_service(env):
+    """Two `verifier start` at the same moment: one service (one per user, its lock), which
+    both report, and which a stop ends, leaving none behind."""
+    starts = [
+        subprocess.Popen(
+            [sys.executable, "-m", "autotriton_jupyter", "verifier", "start", "--device", "cpu", "--idle", "5"],
+            env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=600) for p in starts]
+    assert [p.returncode for p in starts] == [0, 0], outs
+    pids = {int(o.split("pid ", 1)[1].split()[0]) for o, _ in outs}
+    assert len(pids) == 1 and _services(env) == pids, (outs, _services(env))
+    assert cli(env, "verifier", "stop").returncode == 0
+    assert service.status() is None and _services(env) == set()
+
+
+def test_a_connection_that_never_asks_does_not_keep_a_stopping_service(env):
+    import socket
+
+    assert cli(env, "verifier", "start", "--device", "cpu", "--idle", "5").returncode == 0
+    pid = service.status()["pid"]
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    silent.connect(str(service.socket_path()))
+    try:
+        t0 = time.monotonic()
+        assert service.stop(wait_s=60) == 0
+        assert time.monotonic() - t0 < service._REQUEST_S + 15
+    finally:
+        silent.close()
+    assert not _running(pid)
+
+
 def test_a_verify_sent_to_a_stopping_service_is_verified_here(monkeypatch):
     """A stopping service refuses new verifies: the client verifies on its own, quietly."""
     import socket
@@ -349,6 +383,23 @@ def test_a_verify_sent_to_a_stopping_service_is_verified_here(monkeypatch):
     task, cand = Task.from_file(TASK), Candidate.from_file(CANDS / "pass_masked.py")
     assert service.verify_remote(task, cand, service.VerifyOptions(), said.append) is None
     assert said == []
+
+
+def _services(env: dict[str, str]) -> set[int]:
+    """The service processes running for this test's runtime folder."""
+    mine = f"XDG_RUNTIME_DIR={env['XDG_RUNTIME_DIR']}".encode()
+    found = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes()
+            environ = (proc / "environ").read_bytes()
+        except OSError:
+            continue
+        if b"autotriton_jupyter.verify.service" in cmd and mine in environ.split(b"\0") and _running(int(proc.name)):
+            found.add(int(proc.name))
+    return found
 
 
 def _running(pid: int) -> bool:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import functools
 import hashlib
 import json
@@ -44,6 +45,9 @@ from .report import Report
 
 IDLE_S = 1800.0  # a service with no request for this long stops
 _FAILED = "autotriton: the verifier service cannot start: "  # its last word in the log
+_HELD = 3  # a service's exit status when another holds the lock (one per user: _hold_lock)
+_REQUEST_S = 10.0  # a connection that sends no request within this is closed
+_HOLD: list[int] = []  # the lock's descriptor, held for the service process's whole life
 _LINE_LIMIT = 64 << 20  # the longest request or reply line (sources, a report)
 
 
@@ -104,6 +108,52 @@ def socket_path() -> Path:
 
 def _info_path() -> Path:
     return folder() / "verifier.json"
+
+
+def _lock_path() -> Path:
+    return folder() / "verifier.lock"
+
+
+def _hold_lock() -> bool:
+    """Take the user's service lock for this process's life (it goes with the process, after
+    its workers): False when another service process holds it (starting, running or ending)."""
+    fd = os.open(_lock_path(), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return False
+    _HOLD.append(fd)
+    return True
+
+
+def _lock_held() -> bool:
+    """Whether a service process exists (it holds the lock), from outside it."""
+    try:
+        fd = os.open(_lock_path(), os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # (a lock taken here goes with it)
+    return False
+
+
+def _ending() -> dict[str, Any] | None:
+    """A service that no longer takes connections but has not ended (its workers' ends):
+    what its info file says, as stopping; None when there is none."""
+    try:
+        if not _lock_held():
+            return None
+        info = json.loads(_info_path().read_text())
+    except (OSError, ValueError, ServiceError):
+        return None  # one starting (no info file yet), or no usable folder: none stopping
+    if not isinstance(info, dict) or not isinstance(info.get("pid"), int) or not _alive(info["pid"]):
+        return None
+    return {**info, "stopping": True, "active": 0, "ready": False}
 
 
 def _options_dict(o: VerifyOptions) -> dict[str, Any]:
@@ -187,10 +237,11 @@ def mismatch(running: dict[str, Any], options: VerifyOptions) -> str | None:
 
 
 def status() -> dict[str, Any] | None:
-    """What the running service says of itself, or None when none runs."""
+    """What the running service says of itself, or None when none runs. One that has let
+    its socket go and is ending its workers is "stopping" too."""
     conn = _connect()
     if conn is None:
-        return None
+        return _ending()
     with conn:
         _send(conn, {"op": "status"})
         for msg in _lines(conn):
@@ -245,12 +296,29 @@ def verify_remote(
 def start(options: VerifyOptions, idle_s: float = IDLE_S, wait_s: float = 300.0,
           on_event: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Start a service in the background and wait until it answers; its status. When one
-    runs already, its status with "already": True (nothing is started)."""
-    running = status()
-    if running is not None and running.get("stopping"):
-        running = _await_stop(running, wait_s, on_event)
-    if running is not None:
-        return {**running, "already": True}
+    runs already, its status with "already": True (nothing is started). One stopping is
+    waited for first; one being started by another command at the same moment is taken as
+    the one that runs (one service per user: its lock)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        running = status()
+        if running is not None and running.get("stopping"):
+            _await_stop(running, deadline, on_event)
+            continue
+        if running is not None:
+            return {**running, "already": True}
+        if _lock_held():  # another command's service is starting: wait for it to answer
+            _await_other(deadline)
+            continue
+        got = _launch(options, idle_s, deadline, on_event)
+        if got is not None:
+            return got
+
+
+def _launch(options: VerifyOptions, idle_s: float, deadline: float,
+            on_event: Callable[[str], None] | None) -> dict[str, Any] | None:
+    """Start one service and wait until it answers: its status; None when it found the lock
+    taken (another started at the same moment)."""
     log = folder() / "verifier.log"
     start_at = log.stat().st_size if log.exists() else 0
     with open(log, "ab") as out:
@@ -263,7 +331,7 @@ def start(options: VerifyOptions, idle_s: float = IDLE_S, wait_s: float = 300.0,
             cwd="/",
         )
     try:
-        return _await_start(proc, log, start_at, wait_s, on_event)
+        return _await_start(proc, log, start_at, deadline, on_event)
     except BaseException:  # Ctrl-C, or it did not answer: a service nobody waits for goes
         if proc.poll() is None:
             if on_event:
@@ -276,39 +344,51 @@ def start(options: VerifyOptions, idle_s: float = IDLE_S, wait_s: float = 300.0,
         raise
 
 
-def _await_stop(running: dict[str, Any], wait_s: float,
-                on_event: Callable[[str], None] | None) -> dict[str, Any] | None:
-    """Wait for a stopping service to be gone (it finishes its verifies first): None, or
-    the status of one started meanwhile by someone else."""
+def _await_other(deadline: float) -> None:
+    """Wait until the service another command is starting answers, or its lock is free."""
+    while time.monotonic() < deadline:
+        if status() is not None or not _lock_held():
+            return
+        time.sleep(0.2)
+    raise ServiceError(
+        f"another verifier service is starting and did not answer in time; its log is "
+        f"{folder() / 'verifier.log'}"
+    )
+
+
+def _await_stop(running: dict[str, Any], deadline: float,
+                on_event: Callable[[str], None] | None) -> None:
+    """Wait until a stopping service has ended (it finishes its verifies, then its workers)."""
     if on_event:
         on_event(
             f"the verifier service (pid {running.get('pid')}) is stopping: waiting for its "
             f"{running.get('active', 0)} verif{'y' if running.get('active') == 1 else 'ies'} under way"
         )
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < wait_s:
+    pid = running.get("pid")
+    while time.monotonic() < deadline:
         got = status()
-        if got is None or not got.get("stopping"):
-            pid = running.get("pid")
-            while isinstance(pid, int) and _alive(pid) and time.monotonic() - t0 < wait_s:
-                time.sleep(0.1)  # its workers' ends: their memory is the new one's
-            return got
+        if (got is None or not got.get("stopping")) and not (isinstance(pid, int) and _alive(pid)):
+            return
         time.sleep(0.2)
     raise ServiceError(
-        f"the verifier service (pid {running.get('pid')}) is stopping and still runs after "
-        f"{wait_s:g} s; its log is {folder() / 'verifier.log'}"
+        f"the verifier service (pid {pid}) is stopping and still runs; its log is "
+        f"{folder() / 'verifier.log'}"
     )
 
 
-def _await_start(proc: subprocess.Popen, log: Path, start_at: int, wait_s: float,
-                 on_event: Callable[[str], None] | None) -> dict[str, Any]:
-    """The started service's status once it answers as ready (ServiceError if it ends)."""
-    t0 = time.monotonic()
+def _await_start(proc: subprocess.Popen, log: Path, start_at: int, deadline: float,
+                 on_event: Callable[[str], None] | None) -> dict[str, Any] | None:
+    """The started service's status once it answers as ready (ServiceError if it ends;
+    None if it ended because another service holds the lock)."""
     told = False
-    while time.monotonic() - t0 < wait_s:
+    while time.monotonic() < deadline:
         got = status()
+        if got is not None and got.get("stopping") and got.get("pid") == proc.pid:
+            raise ServiceError("the verifier service was asked to stop while it started")
         if got is not None and got.get("ready"):
             return got
+        if proc.poll() == _HELD:
+            return None
         if proc.poll() is not None:
             with open(log, "rb") as f:
                 f.seek(start_at)
@@ -323,7 +403,7 @@ def _await_start(proc: subprocess.Popen, log: Path, start_at: int, wait_s: float
             on_event(f"the verifier service ({got['pid']}) is starting its workers on {got['device']}")
             told = True
         time.sleep(0.5)
-    raise ServiceError(f"the verifier service did not answer within {wait_s:g} s; see {log}")
+    raise ServiceError(f"the verifier service did not answer in time; see {log}")
 
 
 def stop(wait_s: float = 600.0, on_event: Callable[[str], None] | None = None) -> int | None:
@@ -333,7 +413,11 @@ def stop(wait_s: float = 600.0, on_event: Callable[[str], None] | None = None) -
     ServiceError when it is still there after wait_s."""
     conn = _connect()
     if conn is None:
-        return None
+        ending = _ending()  # its socket gone already, its workers ending: wait for that
+        if ending is None:
+            return None
+        _await_stop(ending, time.monotonic() + wait_s, None)
+        return 0
     running = 0
     pid = None
     with conn:
@@ -421,10 +505,12 @@ class _Service:
         with conn:
             if _peer_uid(conn) != os.getuid():
                 return
+            conn.settimeout(_REQUEST_S)  # one that never asks does not hold the service up
             try:
                 msg = next(_lines(conn), None)
             except (ValueError, ServiceError, OSError):
                 return
+            conn.settimeout(None)
             if not isinstance(msg, dict):
                 return
             if msg.get("op") == "status":
@@ -516,7 +602,10 @@ class _Service:
                     conn, _ = listener.accept()
                 except TimeoutError:
                     with self.lock:
-                        idle = self.active == 0 and time.monotonic() - self.last > self.idle_s
+                        idle = (
+                            self.active == 0 and self.connections == 0
+                            and time.monotonic() - self.last > self.idle_s
+                        )
                     if idle:
                         self.stopping.set()
                     continue
@@ -534,15 +623,16 @@ class _Service:
             if _identity(path) == mine:
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
-            with contextlib.suppress(OSError, ValueError):
-                if json.loads(_info_path().read_text()).get("pid") == os.getpid():
-                    _info_path().unlink()
             while True:  # (an error above): verifies under way finish first
                 with self.lock:
-                    if self.active == 0:
+                    if self.active == 0 and self.connections == 0:
                         break
                 time.sleep(0.1)
             self.verifier.close()
+            # Last: until here `status` finds it ending (its info file and its lock).
+            with contextlib.suppress(OSError, ValueError):
+                if json.loads(_info_path().read_text()).get("pid") == os.getpid():
+                    _info_path().unlink()
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -579,6 +669,13 @@ def main(argv: list[str]) -> int:
     stopping = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, lambda _s, _f: stopping.set())
+    try:
+        if not _hold_lock():  # another service process (starting, running or ending)
+            print("autotriton: another verifier service holds the lock; this one ends", file=sys.stderr, flush=True)
+            return _HELD
+    except OSError as e:
+        print(f"{_FAILED}its lock {_lock_path()} cannot be taken: {e}", file=sys.stderr, flush=True)
+        return 2
     try:
         service = _Service(options, idle_s, stopping)
     except TaskError as e:  # --device cuda without a GPU, say: one line for the client
