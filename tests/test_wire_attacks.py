@@ -288,6 +288,7 @@ def test_sealing_sets_and_timing_the_reference_do_not_deadlock():
         on_event=lambda m: None,
         device="cuda",
     )
+    judge._timing_key = lambda r, mode: Verifier._timing_key(judge, r, mode)  # type: ignore[arg-type]
     b_shared, a_waiting = threading.Event(), threading.Event()
     done = {"a": False, "b": False}
 
