@@ -287,10 +287,13 @@ def test_a_service_that_does_not_stop_in_time_is_an_error_not_stopped(tmp_path, 
         service.stop(wait_s=0.3)
 
 
-def test_a_start_while_the_service_stops_waits_for_it_and_leaves_no_orphan(env):
+def test_a_start_while_the_service_stops_waits_for_it_and_leaves_no_orphan(env, capsys):
     """`verifier stop` lets the verifies under way finish. Meanwhile `status` says the
     service is stopping, and `start` waits until it is gone, then starts the next one,
-    whose socket the old one, ending after, does not remove."""
+    whose socket the old one, ending after, does not remove. (`status` and `start` run in
+    this process: asked within milliseconds, while the verify is surely under way.)"""
+    from autotriton_jupyter.cli import main
+
     assert cli(env, "verifier", "start", "--device", "cpu", "--idle", "5").returncode == 0
     old = json.loads(cli(env, "verifier", "status", "--json").stdout)["pid"]
     slow = subprocess.Popen(
@@ -310,13 +313,15 @@ def test_a_start_while_the_service_stops_waits_for_it_and_leaves_no_orphan(env):
         )
         while time.monotonic() < deadline and not (service.status() or {}).get("stopping"):
             time.sleep(0.05)
-        said = cli(env, "verifier", "status")
-        assert said.returncode == 0 and said.stdout.startswith(f"verifier service stopping: pid {old}"), said
-        assert "finishes its 1 verify under way and takes no new one" in said.stdout
-        started = cli(env, "verifier", "start", "--device", "cpu", "--idle", "5")
-        assert started.returncode == 0, started.stderr
-        assert f"(pid {old}) is stopping: waiting for its 1 verify under way" in started.stderr
-        assert "verifier service ready" in started.stdout
+        capsys.readouterr()
+        assert main(["verifier", "status"]) == 0
+        said = capsys.readouterr().out
+        assert said.startswith(f"verifier service stopping: pid {old}"), said
+        assert "finishes its 1 verify under way and takes no new one" in said
+        assert main(["verifier", "start", "--device", "cpu", "--idle", "5"]) == 0
+        started = capsys.readouterr()
+        assert f"(pid {old}) is stopping: waiting for its 1 verify under way" in started.err
+        assert "verifier service ready" in started.out
         out, err = slow.communicate(timeout=600)
         assert slow.returncode == 0 and json.loads(out)["verdict"] == "pass", err[-2000:]
         assert stopper.wait(60) == 0

@@ -673,6 +673,8 @@ def main(argv: list[str]) -> int:
         if not _hold_lock():  # another service process (starting, running or ending)
             print("autotriton: another verifier service holds the lock; this one ends", file=sys.stderr, flush=True)
             return _HELD
+        with contextlib.suppress(FileNotFoundError):
+            _info_path().unlink()  # one left by a service that was killed: no other one lives
     except OSError as e:
         print(f"{_FAILED}its lock {_lock_path()} cannot be taken: {e}", file=sys.stderr, flush=True)
         return 2
