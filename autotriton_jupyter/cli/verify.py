@@ -280,8 +280,8 @@ def cmd_verifier(args: argparse.Namespace) -> int:
                 finished = service.stop(on_event=_progress(getattr(args, "quiet", False)))
             except KeyboardInterrupt:
                 print(
-                    "autotriton: interrupted; the verifier service still stops once the "
-                    "verifies under way are done (`autotriton verifier status` says when)",
+                    "autotriton: interrupted; a stop already sent still takes effect once the "
+                    "verifies under way are done (`autotriton verifier status` says whether it runs)",
                     file=sys.stderr,
                 )
                 return 130
