@@ -69,15 +69,30 @@ class ReferenceTimings:
 
     def get(self, k: str) -> dict[str, Any] | None:
         """The timing stored under k, if it is there and recent; never raises."""
+        return next(iter(self._found([k])), None)
+
+    def has_any(self, keys: list[str]) -> bool:
+        """Whether a recent timing is stored under any of `keys` (the file read once)."""
+        return bool(self._found(keys))
+
+    def _found(self, keys: list[str]) -> list[dict[str, Any]]:
+        """The recent timings stored under `keys`, in their order; never raises."""
         try:
-            entry = self._read().get(k)
+            data = self._read()
+            entries = [data.get(k) for k in keys]
         except Exception:
-            return None
-        if not isinstance(entry, dict) or not isinstance(entry.get("timing"), dict):
-            return None
-        if time.time() - float(entry.get("stored", 0)) > MAX_AGE_S:
-            return None
-        return {**entry["timing"], "cached_at": entry.get("stored")}
+            return []
+        found = []
+        for entry in entries:
+            if not isinstance(entry, dict) or not isinstance(entry.get("timing"), dict):
+                continue
+            try:
+                if time.time() - float(entry.get("stored", 0)) > MAX_AGE_S:
+                    continue
+            except (TypeError, ValueError):
+                continue
+            found.append({**entry["timing"], "cached_at": entry.get("stored")})
+        return found
 
     def put(self, k: str, timing: dict[str, Any]) -> None:
         """Store a timing; a cache that cannot be written is skipped (timing works without it)."""

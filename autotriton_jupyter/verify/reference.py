@@ -492,8 +492,7 @@ class ReferencePrep:
             return False
         if not (o.reference_cache and ref.machine):
             return True
-        cache = refcache.ReferenceTimings()
-        return not any(cache.get(self._timing_key(ref, m)) is not None for m in vary.MODES)
+        return not refcache.ReferenceTimings().has_any([self._timing_key(ref, m) for m in vary.MODES])
 
     def _compile_ahead(self, ref: Reference) -> None:
         """Have the reference's worker build its torch.compile now, on a thread, while the
