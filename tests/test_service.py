@@ -231,11 +231,11 @@ def test_sigterm_stops_the_service_as_verifier_stop_does(env):
     assert service.socket_path().exists()
     os.kill(pid, 15)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (service.socket_path().exists() or _running(pid)):
+    while time.monotonic() < deadline and (service.socket_path().exists() or service._alive(pid)):
         time.sleep(0.2)
     assert not service.socket_path().exists()  # its socket and info file are gone
     assert not any(p.name.startswith("verifier.") and p.suffix in (".sock", ".json") for p in folder.iterdir())
-    assert not _running(pid)
+    assert not service._alive(pid)
     assert cli(env, "verifier", "status").returncode == 1
 
 
@@ -331,7 +331,7 @@ def test_a_start_while_the_service_stops_waits_for_it_and_leaves_no_orphan(env, 
                 p.kill()
     new = service.status()
     assert new is not None and new["pid"] != old and not new.get("stopping")
-    assert not _running(old) and service.socket_path().exists()
+    assert not service._alive(old) and service.socket_path().exists()
 
 
 def test_two_starts_at_once_give_one_service(env):
@@ -365,7 +365,7 @@ def test_a_connection_that_never_asks_does_not_keep_a_stopping_service(env):
         assert time.monotonic() - t0 < service._REQUEST_S + 15
     finally:
         silent.close()
-    assert not _running(pid)
+    assert not service._alive(pid)
 
 
 def test_a_verify_sent_to_a_stopping_service_is_verified_here(monkeypatch):
@@ -402,18 +402,9 @@ def _services(env: dict[str, str]) -> set[int]:
             environ = (proc / "environ").read_bytes()
         except OSError:
             continue
-        if b"autotriton_jupyter.verify.service" in cmd and mine in environ.split(b"\0") and _running(int(proc.name)):
+        if b"autotriton_jupyter.verify.service" in cmd and mine in environ.split(b"\0") and service._alive(int(proc.name)):
             found.add(int(proc.name))
     return found
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split()[2] != "Z"
 
 
 def test_ctrl_c_while_a_service_starts_stops_it(env):
