@@ -431,3 +431,40 @@ def test_ctrl_c_while_a_service_starts_stops_it(env):
         signal.signal(signal.SIGINT, saved)
     assert len(started) == 1 and started[0].poll() is not None  # the service it started ended
     assert service.status() is None and not service.socket_path().exists()
+
+
+def test_a_service_that_drops_the_connection_as_it_ends_reads_as_gone_not_as_an_error(env):
+    """A service that closes a connection it has not read (it is ending) resets it: status,
+    stop and a verify read that as a service that is gone, and raise nothing (CI found the
+    reset); the verify is then the client's own."""
+    import socket
+    import threading
+
+    from autotriton_jupyter.task import Candidate, Task
+    from autotriton_jupyter.verify.options import VerifyOptions
+
+    path = service.socket_path()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(4)
+    served = []
+
+    def drop() -> None:  # accept, wait until the request has arrived unread, then close
+        for _ in range(3):
+            conn, _ = listener.accept()
+            time.sleep(0.2)
+            served.append(len(conn.recv(1 << 16, socket.MSG_PEEK)))
+            conn.close()
+
+    t = threading.Thread(target=drop, daemon=True)
+    t.start()
+    try:
+        assert service.status() is None
+        assert service.stop(wait_s=5) is None
+        task, cand = Task.from_file(TASK), Candidate.from_file(CANDS / "pass_masked.py")
+        assert service.verify_remote(task, cand, VerifyOptions(device="cpu")) is None
+    finally:
+        t.join(10)
+        listener.close()
+        path.unlink(missing_ok=True)
+    assert len(served) == 3 and all(served)  # the requests were there, unread, at the close

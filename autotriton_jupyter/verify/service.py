@@ -26,6 +26,7 @@ import dataclasses
 import fcntl
 import functools
 import hashlib
+import itertools
 import json
 import os
 import socket
@@ -243,10 +244,13 @@ def status() -> dict[str, Any] | None:
     if conn is None:
         return _ending()
     with conn:
-        _send(conn, {"op": "status"})
-        for msg in _lines(conn):
-            return msg
-    return None
+        try:
+            _send(conn, {"op": "status"})
+            for msg in _lines(conn):
+                return msg
+        except ConnectionError:  # it let the connection go as it ended (reset, broken pipe)
+            return _ending()
+    return _ending()
 
 
 def verify_remote(
@@ -264,17 +268,20 @@ def verify_remote(
     if conn is None:
         return None
     with conn:
-        _send(
-            conn,
-            {
-                "op": "verify",
-                "task": dataclasses.asdict(task),
-                "candidate": dataclasses.asdict(candidate),
-                "options": _options_dict(options),
-                "code": code_id(),
-            },
-        )
-        for msg in _lines(conn):
+        request = {
+            "op": "verify",
+            "task": dataclasses.asdict(task),
+            "candidate": dataclasses.asdict(candidate),
+            "options": _options_dict(options),
+            "code": code_id(),
+        }
+        lines = _lines(conn)
+        try:
+            _send(conn, request)
+            first = next(lines, None)
+        except ConnectionError:  # it dropped the request unread as it ended: as if none ran
+            return None
+        for msg in itertools.chain([first] if first is not None else [], lines):
             if "event" in msg:
                 if on_event:
                     on_event(str(msg["event"]))
@@ -421,12 +428,19 @@ def stop(wait_s: float = 600.0, on_event: Callable[[str], None] | None = None) -
     running = 0
     pid = None
     with conn:
-        _send(conn, {"op": "stop"})
-        for reply in _lines(conn):
-            if isinstance(reply, dict) and isinstance(reply.get("active"), int):
-                running = reply["active"]
-            if isinstance(reply, dict) and isinstance(reply.get("pid"), int):
-                pid = reply["pid"]
+        try:
+            _send(conn, {"op": "stop"})
+            for reply in _lines(conn):
+                if isinstance(reply, dict) and isinstance(reply.get("active"), int):
+                    running = reply["active"]
+                if isinstance(reply, dict) and isinstance(reply.get("pid"), int):
+                    pid = reply["pid"]
+        except ConnectionError:  # it let the connection go as it ended: wait for its end
+            ending = _ending()
+            if ending is None:
+                return None
+            _await_stop(ending, time.monotonic() + wait_s, None)
+            return 0
 
     def there() -> bool:  # until its workers are gone too (a service since started is another)
         return _alive(pid) if pid is not None else socket_path().exists()
