@@ -419,28 +419,25 @@ def stop(wait_s: float = 600.0, on_event: Callable[[str], None] | None = None) -
     many verifies were running when it was asked, or None when none runs; raises
     ServiceError when it is still there after wait_s."""
     conn = _connect()
+    running = 0
+    pid = None
+    if conn is not None:
+        with conn:
+            try:
+                _send(conn, {"op": "stop"})
+                for reply in _lines(conn):
+                    if isinstance(reply, dict) and isinstance(reply.get("active"), int):
+                        running = reply["active"]
+                    if isinstance(reply, dict) and isinstance(reply.get("pid"), int):
+                        pid = reply["pid"]
+            except ConnectionError:  # it let the connection go as it ended: as below
+                conn = None
     if conn is None:
         ending = _ending()  # its socket gone already, its workers ending: wait for that
         if ending is None:
             return None
         _await_stop(ending, time.monotonic() + wait_s, None)
         return 0
-    running = 0
-    pid = None
-    with conn:
-        try:
-            _send(conn, {"op": "stop"})
-            for reply in _lines(conn):
-                if isinstance(reply, dict) and isinstance(reply.get("active"), int):
-                    running = reply["active"]
-                if isinstance(reply, dict) and isinstance(reply.get("pid"), int):
-                    pid = reply["pid"]
-        except ConnectionError:  # it let the connection go as it ended: wait for its end
-            ending = _ending()
-            if ending is None:
-                return None
-            _await_stop(ending, time.monotonic() + wait_s, None)
-            return 0
 
     def there() -> bool:  # until its workers are gone too (a service since started is another)
         return _alive(pid) if pid is not None else socket_path().exists()
