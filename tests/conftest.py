@@ -1,4 +1,5 @@
-"""Shared fixtures: the candidate corpus and its expectation headers."""
+"""Shared fixtures: the candidate corpus and its expectation headers, and a runtime folder
+for verifier service tests."""
 
 from __future__ import annotations
 
@@ -35,6 +36,20 @@ def corpus_cases() -> list[tuple[Path, Path]]:
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     return CORPUS
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    """A runtime folder of the test's own for a verifier service (its socket, lock, log),
+    in this process and in the environment for the commands it runs; any service started
+    there is stopped at the end."""
+    from autotriton_jupyter.verify import service
+
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    yield {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "PYTHONPATH": str(Path(__file__).parent.parent)}
+    service.stop()
 
 
 _MADE: list[str] = []  # the folders this session made, removed when it ends

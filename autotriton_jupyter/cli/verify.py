@@ -73,16 +73,30 @@ def cmd_verify(args: argparse.Namespace) -> int:
     one_shot = report is None  # no service answered: this process starts its own verifier
     if report is not None:
         if args.tune:
-            def remote_judge(cands: list) -> list:
-                out = []
-                for c in cands:
-                    r = service.verify_remote(task, c, options, progress)
-                    if r is None:
-                        raise service.ServiceError("the verifier service stopped during tuning")
-                    out.append(r)
-                return out
+            here: list = []  # a verifier of this process's own, once the service is gone
 
-            tuned = _tune(args, cand, report, remote_judge, progress)
+            def remote_judge(cands: list) -> list:
+                if not here:
+                    try:
+                        out = []
+                        for c in cands:
+                            r = service.verify_remote(task, c, options, progress)
+                            if r is None:
+                                raise service.ServiceError("it stopped, or another took its place")
+                            out.append(r)
+                        return out
+                    except (service.ServiceError, OSError, ValueError) as e:
+                        _warn(f"the verifier service left during tuning ({e}); tuning goes on here")
+                        from ..verify import Verifier
+
+                        here.append(Verifier(options, on_event=progress))
+                return here[0].verify_many(task, cands)
+
+            try:
+                tuned = _tune(args, cand, report, remote_judge, progress)
+            finally:
+                if here:
+                    here[0].close()
     else:
         from ..interrupt import signals_held
         from ..verify import prestart
@@ -118,7 +132,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         _bytecode_hint()
     if one_shot and remote and not args.quiet:
         took = time.perf_counter() - _STARTED
-        if took > HINT_AFTER_S and service.status() is None:  # (one running said why not)
+        if took > HINT_AFTER_S and _no_service():  # (one running said why not)
             print(
                 f"autotriton: this verify started its own verifier and stopped it again "
                 f"({took:.1f} s); `autotriton verifier start` keeps one warm, so that each later "
@@ -129,6 +143,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if answered is None:
         _answer(args, report, tuned)
     return _exit_code(report)
+
+
+def _no_service() -> bool:
+    """Whether no verifier service runs, for a hint (one that cannot say: as if one ran)."""
+    from ..verify import service
+
+    try:
+        return service.status() is None
+    except (service.ServiceError, OSError, ValueError):
+        return False
 
 
 def _exit_code(report: Any) -> int:
@@ -227,11 +251,22 @@ def _tune(args: argparse.Namespace, cand: Any, report: Any, judge: Callable, pro
     return tuned
 
 
+def _service_state(got: dict) -> str:
+    if got.get("failed"):
+        return f"failed to start its workers ({got['failed']}) and stopping"
+    return "stopping" if got.get("stopping") else "starting" if got.get("starting") else "running"
+
+
 def _service_line(got: dict) -> str:
     from ..verify import service
 
     since = time.strftime("%H:%M", time.localtime(got.get("started", 0)))
     active = got.get("active", 0)
+    if got.get("starting"):
+        return (
+            f"pid {got['pid']} (device {got.get('device')}), since {since}: importing torch and "
+            f"its verifier; socket and log in {service.folder()}"
+        )
     if got.get("stopping"):
         return (
             f"pid {got['pid']} on {got['device']}; it finishes its {active} "
@@ -302,7 +337,7 @@ def cmd_verifier(args: argparse.Namespace) -> int:
             print(
                 json.dumps({"running": True, **got})
                 if args.json
-                else f"verifier service {'stopping' if got.get('stopping') else 'running'}: "
+                else f"verifier service {_service_state(got)}: "
                 f"{_service_line(got)}"
             )
     except service.ServiceError as e:

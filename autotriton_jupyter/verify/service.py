@@ -29,6 +29,7 @@ import hashlib
 import itertools
 import json
 import os
+import signal
 import socket
 import struct
 import subprocess
@@ -48,6 +49,7 @@ IDLE_S = 1800.0  # a service with no request for this long stops
 _FAILED = "autotriton: the verifier service cannot start: "  # its last word in the log
 _HELD = 3  # a service's exit status when another holds the lock (one per user: _hold_lock)
 _REQUEST_S = 10.0  # a connection that sends no request within this is closed
+_REPLY_S = 30.0  # a status or stop not answered within this: the service is stuck
 _HOLD: list[int] = []  # the lock's descriptor, held for the service process's whole life
 _LINE_LIMIT = 64 << 20  # the longest request or reply line (sources, a report)
 
@@ -143,18 +145,36 @@ def _lock_held() -> bool:
     return False
 
 
-def _ending() -> dict[str, Any] | None:
-    """A service that no longer takes connections but has not ended (its workers' ends):
-    what its info file says, as stopping; None when there is none."""
+def _unreachable() -> dict[str, Any] | None:
+    """A service that takes no connections, from its info file: one starting (importing
+    torch and its verifier; "starting"), or one that has let its socket go and is ending
+    its workers ("stopping"). None when there is none."""
     try:
         if not _lock_held():
             return None
         info = json.loads(_info_path().read_text())
     except (OSError, ValueError, ServiceError):
-        return None  # one starting (no info file yet), or no usable folder: none stopping
+        return None  # no info file (written just after the lock), or no usable folder
     if not isinstance(info, dict) or not isinstance(info.get("pid"), int) or not _alive(info["pid"]):
         return None
+    if info.get("starting"):
+        return {**info, "stopping": False, "active": 0, "ready": False}
     return {**info, "stopping": True, "active": 0, "ready": False}
+
+
+def _write_info(info: dict[str, Any]) -> None:
+    """The info file, replaced whole (a reader never sees half of it)."""
+    path = _info_path()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(info))
+    os.replace(tmp, path)
+
+
+def _drop_info() -> None:
+    """Remove the info file if it is this process's (a service started since has its own)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        if json.loads(_info_path().read_text()).get("pid") == os.getpid():
+            _info_path().unlink()
 
 
 def _options_dict(o: VerifyOptions) -> dict[str, Any]:
@@ -239,18 +259,25 @@ def mismatch(running: dict[str, Any], options: VerifyOptions) -> str | None:
 
 def status() -> dict[str, Any] | None:
     """What the running service says of itself, or None when none runs. One that has let
-    its socket go and is ending its workers is "stopping" too."""
+    its socket go and is ending its workers is "stopping" too; one still importing torch
+    and its verifier is "starting"."""
     conn = _connect()
     if conn is None:
-        return _ending()
+        return _unreachable()
     with conn:
+        conn.settimeout(_REPLY_S)
         try:
             _send(conn, {"op": "status"})
             for msg in _lines(conn):
                 return msg
         except ConnectionError:  # it let the connection go as it ended (reset, broken pipe)
-            return _ending()
-    return _ending()
+            return _unreachable()
+        except TimeoutError as e:
+            raise ServiceError(
+                f"the verifier service took its connection but did not say its status within "
+                f"{_REPLY_S:g} s (stopped, or overloaded?); its log is {folder() / 'verifier.log'}"
+            ) from e
+    return _unreachable()
 
 
 def verify_remote(
@@ -312,9 +339,9 @@ def start(options: VerifyOptions, idle_s: float = IDLE_S, wait_s: float = 300.0,
         if running is not None and running.get("stopping"):
             _await_stop(running, deadline, on_event)
             continue
-        if running is not None:
+        if running is not None and not running.get("starting"):
             return {**running, "already": True}
-        if _lock_held():  # another command's service is starting: wait for it to answer
+        if running is not None or _lock_held():  # another command's is starting: wait
             _await_other(deadline)
             continue
         got = _launch(options, idle_s, deadline, on_event)
@@ -344,17 +371,37 @@ def _launch(options: VerifyOptions, idle_s: float, deadline: float,
             if on_event:
                 on_event(f"stopping the verifier service ({proc.pid}) it was starting")
             proc.terminate()  # it stops as `verifier stop` stops it (SIGTERM)
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            _await_end(proc, 60.0)
         raise
+
+
+def _await_end(proc: subprocess.Popen, wait_s: float) -> None:
+    """Wait for a service told to stop; killed if it is not gone after wait_s, unless it is
+    still finishing verifies it took (those are a user's, waited for up to 10 min)."""
+    t0 = time.monotonic()
+    while True:
+        try:
+            proc.wait(2.0)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            got = status()
+        except ServiceError:
+            got = None
+        busy = got is not None and got.get("pid") == proc.pid and got.get("active", 0) > 0
+        if time.monotonic() - t0 > (600.0 if busy else wait_s):
+            proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(10)
+            return
 
 
 def _await_other(deadline: float) -> None:
     """Wait until the service another command is starting answers, or its lock is free."""
     while time.monotonic() < deadline:
-        if status() is not None or not _lock_held():
+        got = status()
+        if (got is not None and not got.get("starting")) or (got is None and not _lock_held()):
             return
         time.sleep(0.2)
     raise ServiceError(
@@ -390,9 +437,16 @@ def _await_start(proc: subprocess.Popen, log: Path, start_at: int, deadline: flo
     told = False
     while time.monotonic() < deadline:
         got = status()
+        if got is not None and got.get("failed") and got.get("pid") == proc.pid:
+            raise ServiceError(f"the verifier service could not start its workers: {got['failed']}")
         if got is not None and got.get("stopping") and got.get("pid") == proc.pid:
             raise ServiceError("the verifier service was asked to stop while it started")
         if got is not None and got.get("ready"):
+            if got.get("pid") != proc.pid:  # another's: this one finds the lock taken and ends
+                try:
+                    proc.wait(max(1.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    proc.terminate()
             return got
         if proc.poll() == _HELD:
             return None
@@ -406,7 +460,7 @@ def _await_start(proc: subprocess.Popen, log: Path, start_at: int, deadline: flo
             raise ServiceError(
                 f"the verifier service stopped while starting; its output ends with:\n{said[-800:]}"
             )
-        if on_event and got is not None and not told:
+        if on_event and got is not None and not got.get("starting") and not told:
             on_event(f"the verifier service ({got['pid']}) is starting its workers on {got['device']}")
             told = True
         time.sleep(0.5)
@@ -423,6 +477,7 @@ def stop(wait_s: float = 600.0, on_event: Callable[[str], None] | None = None) -
     pid = None
     if conn is not None:
         with conn:
+            conn.settimeout(_REPLY_S)
             try:
                 _send(conn, {"op": "stop"})
                 for reply in _lines(conn):
@@ -432,15 +487,25 @@ def stop(wait_s: float = 600.0, on_event: Callable[[str], None] | None = None) -
                         pid = reply["pid"]
             except ConnectionError:  # it let the connection go as it ended: as below
                 conn = None
+            except TimeoutError as e:
+                raise ServiceError(
+                    f"the verifier service took the stop but did not answer within {_REPLY_S:g} s "
+                    f"(stuck?); its log is {folder() / 'verifier.log'}"
+                ) from e
     if conn is None:
-        ending = _ending()  # its socket gone already, its workers ending: wait for that
-        if ending is None:
+        # No socket (yet, or any more): one starting is told by a signal, which it honours
+        # once its start is over; one ending is waited for.
+        other = _unreachable()
+        if other is None:
             return None
-        _await_stop(ending, time.monotonic() + wait_s, None)
+        if other.get("starting"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(other["pid"], signal.SIGTERM)
+        _await_stop(other, time.monotonic() + wait_s, None)
         return 0
 
     def there() -> bool:  # until its workers are gone too (a service since started is another)
-        return _alive(pid) if pid is not None else socket_path().exists()
+        return _alive(pid) if pid is not None else _lock_held()
 
     t0 = time.monotonic()
     told = False
@@ -465,7 +530,7 @@ def _peer_uid(conn: socket.socket) -> int:
 
 class _Service:
     def __init__(
-        self, options: VerifyOptions, idle_s: float, stopping: threading.Event | None = None
+        self, options: VerifyOptions, idle_s: float, signalled: list[int] | None = None
     ) -> None:
         from . import prestart
 
@@ -482,12 +547,26 @@ class _Service:
         self.active = 0  # verifies under way
         self.connections = 0  # connections taken and not yet answered (a verify among them)
         self.last = time.monotonic()
-        self.stopping = stopping or threading.Event()
+        # The signals taken (a handler only appends: it may not take a lock); serve's loop
+        # turns them into `stopping` within a second.
+        self.signalled = signalled if signalled is not None else []
+        self.stopping = threading.Event()
+        self.failed: str | None = None  # why its workers could not start
         self.lock = threading.Lock()
         self.started = time.time()
+        # As many verifies at once as its workers were sized for (memory, GPU share).
+        self.slots = threading.BoundedSemaphore(self.verifier.parallel)
 
     def warm(self) -> None:
-        self.verifier.pool.warm()
+        try:
+            self.verifier.pool.warm()
+        except Exception as e:  # no sandbox here, no GPU memory, ...: said, and it stops
+            self.failed = str(e) or type(e).__name__
+            print(f"{_FAILED}{self.failed}", file=sys.stderr, flush=True)
+            self.stopping.set()
+            return
+        with self.lock:
+            self.last = time.monotonic()  # its idle time counts from when it is ready
         self.ready = True
 
     def describe(self) -> dict[str, Any]:
@@ -496,13 +575,14 @@ class _Service:
             "ready": self.ready,
             "device": self.verifier.device,
             "sandbox": self.options.sandbox,
-            "memory_limit_gb": self.options.memory_limit_gb,
+            "memory_limit_gb": self.options.memory_limit_gb or None,
             "code": code_id(),
             "started": self.started,
             "idle_s": self.idle_s,
             "active": self.active,
             "references": len(self.verifier._refs),
             "stopping": self.stopping.is_set(),
+            **({"failed": self.failed} if self.failed else {}),
         }
 
     def handle(self, conn: socket.socket) -> None:
@@ -579,11 +659,19 @@ class _Service:
             with contextlib.suppress(OSError):
                 _send(conn, {"event": text})
 
+        if not self.slots.acquire(blocking=False):
+            event(
+                f"waiting for a free worker: the verifier service runs {self.verifier.parallel} "
+                "verifies at once"
+            )
+            self.slots.acquire()
         try:
             report = self.verifier.view(options, on_event=event).verify(task, cand)
         except TaskError as e:
             _send(conn, {"error": str(e), "kind": "task"})
             return
+        finally:
+            self.slots.release()
         _send(conn, {"report": json.loads(report.to_json()), "pid": os.getpid()})
 
     def serve(self) -> None:
@@ -600,10 +688,18 @@ class _Service:
         mine = _identity(path)
         listener.listen(16)
         listener.settimeout(1.0)
-        _info_path().write_text(json.dumps(self.describe()))
+        _write_info(self.describe())
         threading.Thread(target=self.warm, name="autotriton-warm", daemon=True).start()
         try:
             while True:
+                with self.lock:
+                    # Idle: no verify for idle_s since it was ready (status asks do not count).
+                    idle = (
+                        self.ready and self.active == 0 and self.connections == 0
+                        and time.monotonic() - self.last > self.idle_s
+                    )
+                if idle or self.signalled:
+                    self.stopping.set()
                 if self.stopping.is_set():
                     listener.settimeout(0.1)
                     with self.lock:
@@ -612,13 +708,6 @@ class _Service:
                 try:
                     conn, _ = listener.accept()
                 except TimeoutError:
-                    with self.lock:
-                        idle = (
-                            self.active == 0 and self.connections == 0
-                            and time.monotonic() - self.last > self.idle_s
-                        )
-                    if idle:
-                        self.stopping.set()
                     continue
                 with self.lock:
                     self.connections += 1
@@ -640,10 +729,7 @@ class _Service:
                         break
                 time.sleep(0.1)
             self.verifier.close()
-            # Last: until here `status` finds it ending (its info file and its lock).
-            with contextlib.suppress(OSError, ValueError):
-                if json.loads(_info_path().read_text()).get("pid") == os.getpid():
-                    _info_path().unlink()
+            _drop_info()  # last: until here `status` finds it ending (its info file and lock)
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -670,35 +756,44 @@ def _alive(pid: int) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    import signal
-
     options = _options_from(json.loads(argv[1]))
     idle_s = float(argv[2]) if len(argv) > 2 else IDLE_S
     # SIGTERM, SIGHUP and SIGINT stop it as `verifier stop` does, from its first moment:
     # verifies under way finish, and its socket, info file and workers go. While it starts
     # (torch's import) a signal only marks the stop, which follows once the start is over.
-    stopping = threading.Event()
+    signalled: list[int] = []  # (a handler that took a lock could deadlock its thread)
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        signal.signal(sig, lambda _s, _f: stopping.set())
+        signal.signal(sig, lambda s, _f: signalled.append(s))
     try:
         if not _hold_lock():  # another service process (starting, running or ending)
             print("autotriton: another verifier service holds the lock; this one ends", file=sys.stderr, flush=True)
             return _HELD
-        with contextlib.suppress(FileNotFoundError):
-            _info_path().unlink()  # one left by a service that was killed: no other one lives
+        # Seen as starting from here (`status`, and `stop`, which signals it), replacing an
+        # info file left by a service that was killed (no other one lives: the lock).
+        _write_info({
+            "pid": os.getpid(), "starting": True, "started": time.time(), "device": options.device,
+            "sandbox": options.sandbox, "memory_limit_gb": options.memory_limit_gb or None,
+            "idle_s": idle_s, "code": code_id(),
+        })
     except OSError as e:
         print(f"{_FAILED}its lock {_lock_path()} cannot be taken: {e}", file=sys.stderr, flush=True)
         return 2
     try:
-        service = _Service(options, idle_s, stopping)
+        service = _Service(options, idle_s, signalled)
     except TaskError as e:  # --device cuda without a GPU, say: one line for the client
         print(f"{_FAILED}{e}", file=sys.stderr, flush=True)
+        _drop_info()
         return 2
-    if stopping.is_set():  # stopped while it started
+    except BaseException:
+        _drop_info()
+        raise
+    if signalled:  # stopped while it started
+        print(f"{_FAILED}it was asked to stop while it started", file=sys.stderr, flush=True)
         service.verifier.close()
+        _drop_info()
         return 130
     service.serve()
-    return 0
+    return 2 if service.failed else 0
 
 
 if __name__ == "__main__":
