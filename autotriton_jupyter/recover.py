@@ -4,17 +4,19 @@ SQLite finds a row by its rowid through the table's b-tree; a damaged page loses
 rows on it (or, for an inner page, the rows under it) and leaves the others readable.
 So each table is read in rowid order, in chunks; where a chunk cannot be read, its rows
 are tried one by one, and a run of unreadable rowids is skipped past. The damaged file
-is only read (opened read-only); the copy is written to a new file and moved into
+is only read (opened read-only, nothing made beside it); the copy is written to a new file and moved into
 place when complete.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .store import SCHEMA_VERSION, Store, StoreError
+from .store import SCHEMA_VERSION, Store, StoreError, not_sqlite
 
 TABLES = ("tasks", "candidates", "accepted")  # parents first: foreign keys point back
 CHUNK = 256
@@ -94,24 +96,44 @@ def _one_by_one(
     return got, None
 
 
-def _open_for_reading(path: Path) -> sqlite3.Connection:
-    """The damaged file, read only: `immutable` where SQLite cannot make its shared-memory
-    file beside it (a read-only folder, a full disk)."""
+@contextmanager
+def _reading(path: Path) -> Iterator[sqlite3.Connection]:
+    """The damaged file, only read, with nothing left beside it.
+
+    `immutable` makes no file beside it (mode=ro makes a -wal and a -shm, and cannot remove
+    them). But it does not see a write-ahead log, which after a crash holds committed rows:
+    with one beside the file, mode=ro reads it, and a shared-memory file it had to make is
+    removed after. In a read-only folder mode=ro may fail; then `immutable` reads the rest."""
+    side = [Path(f"{path}{suffix}") for suffix in ("-wal", "-shm")]
+    had = [p.exists() for p in side]
     uri = path.resolve().as_uri()
-    db = sqlite3.connect(f"{uri}?mode=ro", uri=True)
+    db = None
     try:
-        db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-        return db
-    except sqlite3.OperationalError:
-        db.close()
-        return sqlite3.connect(f"{uri}?immutable=1", uri=True)
+        if had[0] and side[0].stat().st_size > 0:
+            try:
+                db = sqlite3.connect(f"{uri}?mode=ro", uri=True)
+                db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            except sqlite3.OperationalError:
+                if db is not None:
+                    db.close()
+                db = None
+        if db is None:
+            db = sqlite3.connect(f"{uri}?immutable=1", uri=True)
+        db.row_factory = sqlite3.Row
+        yield db
+    finally:
+        if db is not None:
+            db.close()
+        for file, was in zip(side, had):
+            if not was and file.exists():
+                file.unlink()
 
 
 def recover(path: Path, out: Path | None = None) -> Recovered:
     """Copy the readable rows of the library at `path` into a new library file `out`."""
     path = Path(path)
     if not path.is_file():
-        raise StoreError(f"There is no kernel library at {path}.")
+        raise StoreError(f"There is no kernel library at {path} yet, so nothing to recover.")
     out = Path(out) if out else path.with_name(path.stem + ".recovered" + path.suffix)
     if out.name.endswith(("-wal", "-shm", "-journal")):
         raise StoreError(
@@ -120,11 +142,18 @@ def recover(path: Path, out: Path | None = None) -> Recovered:
         )
     if path.stat().st_size == 0:
         raise StoreError(f"{path} is an empty file (0 bytes): there is nothing to recover.")
+    refused = not_sqlite(path)  # a text file, say: no library, so nothing to recover
+    if refused:
+        raise refused
     if out.exists():
         raise StoreError(f"{out} exists already; move it aside or choose another --out.")
+    with _reading(path) as src:
+        return _copy(src, path, out)
+
+
+def _copy(src: sqlite3.Connection, path: Path, out: Path) -> Recovered:
+    """Every readable row of `src` (the damaged library at `path`) into a new library `out`."""
     try:
-        src = _open_for_reading(path)
-        src.row_factory = sqlite3.Row
         version = src.execute("PRAGMA user_version").fetchone()[0]
     except sqlite3.DatabaseError as e:
         raise StoreError(
@@ -141,7 +170,6 @@ def recover(path: Path, out: Path | None = None) -> Recovered:
     except sqlite3.DatabaseError:
         tables = None  # the schema itself is damaged: try every table anyway
     if tables is not None and not tables & set(TABLES):
-        src.close()
         raise StoreError(
             f"{path} is not a kernel library (it has none of the tables {', '.join(TABLES)}); "
             "there is nothing to recover."
@@ -182,7 +210,6 @@ def recover(path: Path, out: Path | None = None) -> Recovered:
             "folder with room that you can write to with --out; the library was only read."
         ) from e
     finally:
-        src.close()
         for suffix in ("", "-wal", "-shm"):
             try:
                 Path(f"{tmp}{suffix}").unlink(missing_ok=True)

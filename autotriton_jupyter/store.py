@@ -7,7 +7,8 @@ written.
 A library that cannot be written is still read: one made by a newer autotriton (its
 schema version is higher than SCHEMA_VERSION), one on a read-only file system or
 without write permission. A damaged one is never written; `autotriton kernels recover`
-copies out what is readable. A full disk fails the write with the file intact.
+copies out what is readable. A file that is not SQLite at all is no damaged library, and
+is refused as not a library. A full disk fails the write with the file intact.
 
 Length: the schema, its migrations, and the reads and writes of one SQLite file, each
 guarded the same way (damage, a newer schema, read-only); recovery is in recover.py.
@@ -111,11 +112,33 @@ class NotALibrary(StoreError):
     """The file is not a kernel library (another program's, empty, or of an unknown kind)."""
 
 
-def _damaged(path: Path, e: BaseException) -> LibraryDamaged:
-    return LibraryDamaged(
+def _damaged(path: Path, e: BaseException) -> StoreError:
+    """LibraryDamaged; NotALibrary for a file that is not SQLite at all (a text file, say),
+    where the advice to recover it would lead nowhere."""
+    return not_sqlite(path) or LibraryDamaged(
         f"The kernel library {path} is damaged ({e}); nothing was written to it. "
         f"`autotriton kernels recover --library {path}` copies what is still readable into "
         "a new file; then move the damaged one aside and put the recovered one in its place."
+    )
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"  # how every SQLite file begins
+
+
+def not_sqlite(path: Path) -> NotALibrary | None:
+    """NotALibrary for a file that does not begin as a SQLite file does; None for one that
+    does, an empty one (refused as empty elsewhere), or one that cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except OSError:
+        return None
+    if not head or head == SQLITE_HEADER:
+        return None
+    return NotALibrary(
+        f"{path} is not a SQLite file, so it is not a kernel library; "
+        "nothing was written to it. Give the path of a kernel library, or a path with no "
+        "file there for a new one (--library or AUTOTRITON_LIBRARY)."
     )
 
 
@@ -753,6 +776,20 @@ class Store:
         )
         return rows[0] if rows else None
 
+    def conditions(self, candidate_id: int | None) -> list[str]:
+        """What made a candidate conditional, from its stored report ("check: message" per
+        conditional check); [] where that is not recorded."""
+        rows = self.read("SELECT report FROM candidates WHERE id=?", (candidate_id,))
+        try:
+            checks = json.loads(rows[0]["report"])["checks"]
+            return [
+                f"{c['name']}: {c['message']}"
+                for c in checks
+                if isinstance(c, dict) and c.get("status") == "conditional"
+            ]
+        except (IndexError, KeyError, TypeError, ValueError):  # no row, no report, or an odd one
+            return []
+
     def task_names(self, limit: int = 20) -> list[str]:
         """The names of the stored tasks, in order."""
         return [r["name"] for r in self.read("SELECT DISTINCT name FROM tasks ORDER BY name LIMIT ?", (limit,))]
@@ -844,9 +881,20 @@ def _interpreter_without_gpu(name: str) -> None:
 
 
 def load_kernel(name: str, path: str | Path | None = None) -> Any:
-    """The accepted kernel's ModelNew class, loaded from the library into a fresh module."""
-    with Store(path) as store:
+    """The accepted kernel's ModelNew class, loaded from the library into a fresh module;
+    a kernel accepted as conditional loads with a warning saying so."""
+    with Store(path, write=False) as store:  # only reads: makes and upgrades nothing
         kernel = store.get(name)
+        found = store.conditions(kernel.candidate_id) if kernel.verdict == "conditional" else []
+    if kernel.verdict == "conditional":
+        # stacklevel 3: the caller of autotriton_jupyter.load_kernel, the notebook's line
+        warnings.warn(
+            f"The kernel {name!r} was accepted as conditional: right on the task's own inputs, "
+            "but wrong on inputs the verifier made from them, so it may give wrong results on "
+            "such inputs; check it on yours, or accept a candidate that passed."
+            + (f" What the verifier found: {' '.join(found)}" if found else ""),
+            stacklevel=3,
+        )
     # Triton needs the source on disk (it reads kernels with inspect.getsource).
     try:
         file = _kernel_file(side_dir(path) / "kernels", name, kernel.code)

@@ -172,8 +172,14 @@ def test_cuda_requested_without_gpu_is_a_usage_error(corpus, capsys):
 
 
 def test_bad_flags_are_usage_errors():
+    p = run_cli("verify")  # argparse's own wording: the usage block, then the line
+    assert p.returncode == 2 and p.stderr.startswith("usage: autotriton verify")
+    # Our own wording says what to do: that line alone, no usage block before it.
     p = run_cli("verify", "a.py")
-    assert p.returncode == 2 and "usage" in p.stderr
+    assert p.returncode == 2 and "usage" not in p.stderr
+    assert p.stderr.strip().splitlines() == [
+        "autotriton verify: error: argument reference: a.py does not exist; give the path of an existing file."
+    ]
     p = run_cli("verify", "a.py", "b.py", "--trials", "0")
     assert p.returncode == 2
 

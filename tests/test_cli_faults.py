@@ -371,3 +371,56 @@ def test_tune_settings_from_flags():
         config.tune_settings(False, True, 10.0)
     with pytest.raises(config.ConfigError, match="0 or more"):
         config.tune_settings(False, False, float("nan"))
+
+
+def test_a_task_that_imports_a_module_beside_it_is_told_a_file_stands_alone(tmp_path, capsys):
+    """A task is copied alone into the sandbox: importing a helper module beside it (which
+    works in plain Python) fails, with a message that says why and what to do."""
+    corpus = Path(__file__).parent / "corpus" / "add_relu"
+    (tmp_path / "helpers_beside.py").write_text("SCALE = 1.0\n")
+    task = tmp_path / "task.py"
+    task.write_text("from helpers_beside import SCALE  # noqa: F401\n" + (corpus / "task.py").read_text())
+    assert cli.main(["verify", "--local", "--device", "cpu", str(task), str(corpus / "pass_masked.py")]) == 2
+    err = capsys.readouterr().err
+    assert "No module named 'helpers_beside'" in err and "copied alone into the verifier's sandbox" in err
+
+
+def test_allow_torch_names_that_are_no_aten_op_are_pointed_out(capsys):
+    """A typo in --allow-torch allows nothing: the torch_ops failure says which names are
+    no ATen op, so the user sees why the ops they meant to allow are still refused."""
+    corpus = Path(__file__).parent / "corpus" / "add_relu"
+    args = ["verify", "--local", "--device", "cpu", str(corpus / "task.py"), str(corpus / "cheat02_partial.py")]
+    assert cli.main([*args, "--allow-torch", "ad,relus,mm"]) == 1
+    out = capsys.readouterr().out
+    assert "(--allow-torch named 'ad', 'relus', which are no ATen ops: check the spelling.)" in out
+
+
+def test_version_is_printed():
+    from autotriton_jupyter import __version__
+
+    got = subprocess.run([sys.executable, "-m", "autotriton_jupyter", "--version"],
+                         capture_output=True, text=True, timeout=120, cwd=Path(__file__).parent.parent)
+    assert got.returncode == 0 and got.stdout.strip() == f"autotriton {__version__}", got
+
+
+def test_every_command_and_option_says_what_it_is_for():
+    """`--help` at every level: each subcommand has a line, each option its help."""
+    import argparse
+
+    from autotriton_jupyter.cli import build_parser
+
+    missing = []
+
+    def walk(parser: argparse.ArgumentParser, path: list[str]) -> None:
+        for a in parser._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                helps = {c.dest: c.help for c in a._choices_actions}
+                for name, sub in a.choices.items():
+                    if not helps.get(name) and not sub.description:
+                        missing.append(" ".join([*path, name]))
+                    walk(sub, [*path, name])
+            elif a.option_strings and a.help is None:
+                missing.append(" ".join([*path, a.option_strings[-1]]))
+
+    walk(build_parser(), ["autotriton"])
+    assert missing == []

@@ -33,8 +33,8 @@ def _spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     began: list[str] = []
     real = Verifier._first_part
 
-    def first_part(self, ref, candidate, r, run):  # type: ignore[no-untyped-def]
-        got = real(self, ref, candidate, r, run)
+    def first_part(self, ref, candidate, r, run, judging):  # type: ignore[no-untyped-def]
+        got = real(self, ref, candidate, r, run, judging)
         began.append(candidate.name)
         return got
 

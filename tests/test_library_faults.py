@@ -133,15 +133,17 @@ def test_a_damaged_library_is_never_written_and_what_is_readable_is_recovered(tm
         recover(path)
 
 
-def test_a_file_that_is_not_a_library_is_said_to_be_damaged_and_left_alone(tmp_path):
+def test_a_sqlite_file_unreadable_past_its_first_bytes_is_said_to_be_damaged_and_left_alone(tmp_path):
+    # (a file that does not even begin as SQLite is refused as not SQLite: test_library_newuser)
     bad = tmp_path / "lib.sqlite"
-    bad.write_bytes(b"this is not sqlite" * 100)
+    content = b"SQLite format 3\x00" + b"this is not sqlite" * 100
+    bad.write_bytes(content)
     with pytest.raises(LibraryDamaged, match="is damaged"):
         Store(bad)
-    assert bad.read_bytes() == b"this is not sqlite" * 100
+    assert bad.read_bytes() == content
     out = _cli("kernels", "list", "--library", str(bad))
     assert out.returncode != 0 and "damaged" in out.stderr and "Traceback" not in out.stderr
-    assert bad.read_bytes() == b"this is not sqlite" * 100
+    assert bad.read_bytes() == content
 
 
 def _bwrap(*mount: str, script: str) -> dict:

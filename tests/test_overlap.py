@@ -257,31 +257,58 @@ def test_samples_that_copied_a_judging_the_machine_failed_are_judged_again(verif
     assert [by[i].verdict for i in range(3)] == ["fail", "pass", "pass"]
 
 
-def test_an_interrupt_keeps_the_copies_of_a_judging_under_way(verifier, corpus):
+def test_an_interrupt_stops_the_judgings_under_way_and_keeps_the_verdicts_given(verifier, corpus):
+    """Ctrl-C while candidates are judged: a judging under way stops at once (its worker is
+    killed; a candidate that hangs would otherwise hold the run until its timeout), and
+    its sample, with the samples that wrote the same code, is marked interrupted, not
+    failed; a verdict given before the interrupt is kept. The reference stays usable."""
+    import time
+
     from autotriton_jupyter.model.generator import Cancel
 
     d = corpus / "add_relu"
     good = fenced(d / "pass_masked.py")
+    hangs = fenced(corpus / "crash" / "cheat_hang.py")
     interrupt = Cancel()  # the user's Ctrl-C
+    judged_first = threading.Event()
 
-    class InterruptedAfterThree:
+    class InterruptedWhileJudging:
         name = "interrupted"
 
         def generate(self, chats, n, params, on_event=None, cancel=None):
-            out = []
-            for i in range(3):
-                on_event(Event("done", sample=i, tokens=1, message="stop", text=good))
-                out.append(Completion(good, 1, "stop", 0.01, chat=0, sample=i))
-            threading.Event().wait(0.3)  # the first judging is under way
+            on_event(Event("done", sample=0, tokens=1, message="stop", text=good))
+            assert judged_first.wait(300)  # sample 1's verdict is in
+            for i in (1, 2):  # the same hanging code twice: one judging, and a copy of it
+                on_event(Event("done", sample=i, tokens=1, message="stop", text=hangs))
+            threading.Event().wait(1.0)  # its judging is under way
             interrupt.set()
-            return out
+            return [
+                Completion(good, 1, "stop", 0.01, chat=0, sample=0),
+                *(Completion(hangs, 1, "stop", 0.01, chat=0, sample=i) for i in (1, 2)),
+            ]
 
+    def on_event(e) -> None:
+        if e.kind == "verified" and e.sample == 0:
+            judged_first.set()
+
+    t0 = time.monotonic()
     res = tritonize(
         Task.from_file(d / "task.py"),
-        InterruptedAfterThree(),
-        TritonizeOptions(n=3, verify=verifier.options),
-        verifier=verifier,
+        InterruptedWhileJudging(),
+        TritonizeOptions(n=3, verify=VerifyOptions(device="cpu", seed=31, timing=False, timeout=300)),
+        verifier=verifier.view(VerifyOptions(device="cpu", seed=31, timing=False, timeout=300)),
+        on_event=on_event,
         cancel=interrupt,
     )
+    took = time.monotonic() - t0
     assert res.cancelled
-    assert [c.report.verdict for c in sorted(res.candidates, key=lambda c: c.sample)] == ["pass"] * 3
+    by = {c.sample: c.report for c in res.candidates}
+    assert by[0].verdict == "pass"
+    for i in (1, 2):
+        assert [(c.name, c.status) for c in by[i].checks] == [("judging", "inconclusive")], by[i].reasons
+        assert "interrupted before this sample was judged" in by[i].reasons[0]["message"]
+    assert took < 120  # not its 300 s timeout
+    # The verifier goes on: the next run judges with the reference it kept.
+    again = verifier.verify(Task.from_file(d / "task.py"), __import__(
+        "autotriton_jupyter.task", fromlist=["Candidate"]).Candidate.from_file(d / "pass_masked.py"))
+    assert again.verdict == "pass"

@@ -144,7 +144,8 @@ async def test_no_library_file_yet_is_an_empty_list(jp_fetch, library):
 
 async def test_a_damaged_library_is_500_with_what_to_do(jp_fetch, library):
     library.parent.mkdir(parents=True)
-    library.write_bytes(b"this is not a database" * 100)
+    # SQLite's header, then no database (a file not SQLite at all is refused as not SQLite)
+    library.write_bytes(b"SQLite format 3\x00" + b"this is not a database" * 100)
     with pytest.raises(tornado.httpclient.HTTPClientError) as e:
         await jp_fetch("autotriton", "kernels")
     assert e.value.code == 500

@@ -31,7 +31,7 @@ def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_verify_uses_a_started_service_and_gives_the_local_verdicts(env, monkeypatch):
+def test_verify_uses_a_started_service_and_gives_the_local_verdicts(env, monkeypatch, capsys):
     assert cli(env, "verifier", "status").returncode == 1  # none yet
     none = cli(env, "verifier", "status", "--json")
     assert none.returncode == 1 and json.loads(none.stdout) == {"running": False}
@@ -80,8 +80,13 @@ def test_verify_uses_a_started_service_and_gives_the_local_verdicts(env, monkeyp
         m.setattr(service, "code_id", lambda: "another-version")
         got = service.verify_remote(Task.from_file(TASK), Candidate.from_file(CANDS / "pass_masked.py"),
                                     VerifyOptions(device="cpu"), said.append)
-        assert got is None and "other autotriton code" in said[-1]
+        assert got is None and "other autotriton code" in said[-1] and "source changed" in said[-1]
         assert "other autotriton code" in service.mismatch(service.status(), VerifyOptions())
+        from autotriton_jupyter.cli import main
+
+        capsys.readouterr()
+        assert main(["verifier", "status"]) == 0
+        assert "note: it runs other autotriton code than this command" in capsys.readouterr().out
     assert service.mismatch(service.status(), VerifyOptions(device="cpu")) is None
     human = cli(env, "verifier", "status")
     assert human.returncode == 0 and "on cpu, sandbox on" in human.stdout and "stops after 5 min" in human.stdout

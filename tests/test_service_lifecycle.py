@@ -195,3 +195,55 @@ def test_a_service_gone_during_tuning_leaves_the_verdict_and_tuning_goes_on_here
     assert "the verifier service left during tuning" in said.err and "tuning goes on here" in said.err
     assert [r.verdict for r in judged] == ["pass"]
     assert not any("verifier service" in n for n in judged[0].notes)  # judged here
+
+
+def test_a_verify_given_up_with_ctrl_c_is_stopped_in_the_service(env):
+    """Ctrl-C in a verify sent to the service: the service sees the command go and stops
+    its candidate (one that hangs held the service, and a `verifier stop` or `start`,
+    until its timeout before). Its other work goes on."""
+    import signal
+
+    corpus = ROOT / "tests" / "corpus"
+    assert cli(env, "verifier", "start", "--device", "cpu", "--idle", "5").returncode == 0
+    pid = service.status()["pid"]
+    hangs = subprocess.Popen(
+        [sys.executable, "-m", "autotriton_jupyter", "verify", "--timeout", "300",
+         str(corpus / "add_relu" / "task.py"), str(corpus / "crash" / "cheat_hang.py")],
+        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        for line in hangs.stderr:  # its progress, streamed from the service
+            if "running in a sandboxed worker" in line or time.monotonic() > deadline:
+                break
+        time.sleep(1.0)  # the candidate is in its endless loop
+        assert service.status()["active"] == 1
+        hangs.send_signal(signal.SIGINT)
+        _, err = hangs.communicate(timeout=60)
+        assert hangs.returncode == 130 and "the verifier service stops this candidate" in err, err
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 60 and service.status()["active"]:
+            time.sleep(0.1)
+        assert service.status()["active"] == 0  # not its 300 s timeout
+    finally:
+        if hangs.poll() is None:
+            hangs.kill()
+    ok = cli(env, "verify", str(corpus / "add_relu" / "task.py"), str(corpus / "add_relu" / "pass_masked.py"))
+    assert ok.returncode == 0 and service.status()["pid"] == pid  # the same service, still serving
+
+
+def test_status_and_stop_say_when_the_runtime_folder_cannot_be_used(env, capsys):
+    """A folder that is not private (another user could reach the socket) is refused by
+    `status` and `stop` with what to do, not read as "no verifier service is running"."""
+    from autotriton_jupyter.cli import main
+
+    folder = Path(env["XDG_RUNTIME_DIR"]) / "autotriton"
+    folder.mkdir(mode=0o755)
+    folder.chmod(0o755)
+    try:
+        for what in ("status", "stop"):
+            assert main(["verifier", what]) == 1
+            said = capsys.readouterr()
+            assert "is not a private folder of this user" in said.err and "no verifier service" not in said.out
+    finally:
+        folder.chmod(0o700)

@@ -100,7 +100,7 @@ def test_load_kernel_in_a_fresh_process(tmp_path, corpus):
 
 def test_a_corrupt_library_is_a_clear_error(tmp_path):
     bad = tmp_path / "lib.sqlite"
-    bad.write_bytes(b"this is not sqlite" * 100)
+    bad.write_bytes(b"SQLite format 3\x00" + b"this is not sqlite" * 100)
     with pytest.raises(StoreError, match="is damaged"):
         Store(bad)
     assert load_kernel  # the public entry point exists

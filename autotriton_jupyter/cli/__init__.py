@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = TritonizeOptions()  # samples and rounds, written once (config.py)
     T = _types()
     parser = _Parser(prog="autotriton", description="Verified Triton kernels from PyTorch modules.")
+    from .. import __version__
+
+    parser.add_argument("--version", action="version", version=f"autotriton {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     for group in (verify, generate, evaluate, kernels, models, bench):

@@ -280,12 +280,13 @@ def _one_line(text: object) -> str:
 
 
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose error line always ends by saying what to do."""
+    """An ArgumentParser whose error line always ends by saying what to do; the usage block
+    comes only before argparse's own wording (ours says what to do already)."""
 
     def error(self, message: str):  # type: ignore[override]
         message = _one_line(message)
-        if not message.endswith("."):  # argparse's own wording: point at the help
+        if not message.endswith("."):  # argparse's own wording: the usage, and the help
             message += f"; see `{self.prog} --help`."
-        self.print_usage(sys.stderr)
+            self.print_usage(sys.stderr)
         print(f"{self.prog}: error: {message}", file=sys.stderr, flush=True)
         raise _Usage(message)

@@ -82,7 +82,7 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
     bv.add_argument(
         "candidates", nargs="+", type=source_file, help="candidate files (repeat one to get N)"
     )
-    bv.add_argument("--json", action="store_true")
+    bv.add_argument("--json", action="store_true", help="one JSON object on stdout")
     _add_verify_flags(bv)
     bv.set_defaults(func=cmd_bench_verify)
     bg = bsub.add_parser(
@@ -90,15 +90,21 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
         help="decode tok/s of the transformers backend (random "
         "weights of AutoTriton's shape by default)",
     )
-    bg.add_argument("--shape", choices=["autotriton", "tiny"], default="autotriton")
-    bg.add_argument("--batches", type=T["batches"], default="1,8")
-    bg.add_argument("--prompt-tokens", type=T["tokens"], default=512)
-    bg.add_argument("--new-tokens", type=T["tokens"], default=256)
-    bg.add_argument("--no-static-cache", action="store_true")
+    bg.add_argument("--shape", choices=["autotriton", "tiny"], default="autotriton",
+                    help="the model's shape, random weights (default %(default)s: the 8B model's)")
+    bg.add_argument("--batches", type=T["batches"], default="1,8",
+                    help="batch sizes to time, comma-separated (default %(default)s)")
+    bg.add_argument("--prompt-tokens", type=T["tokens"], default=512,
+                    help="prompt length (default %(default)s)")
+    bg.add_argument("--new-tokens", type=T["tokens"], default=256,
+                    help="tokens decoded and timed per batch (default %(default)s)")
+    bg.add_argument("--no-static-cache", action="store_true",
+                    help="decode without the static KV cache (and its compiled step)")
     bg.add_argument(
         "--temperature", type=T["temperature"], default=0.0, help="0 (default): greedy; >0 samples"
     )
-    bg.add_argument("--top-p", type=T["top_p"], default=sampling.top_p)
+    bg.add_argument("--top-p", type=T["top_p"], default=sampling.top_p,
+                    help="nucleus sampling's mass, when --temperature > 0 (default %(default)s)")
     bg.add_argument(
         "--profile", action="store_true", help="add the GPU kernels of 16 decode steps (CUDA)"
     )
@@ -120,19 +126,23 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
         help="size the KV cache for this many new tokens (as a real 8k-token answer "
         "does) while timing only --new-tokens",
     )
-    bg.add_argument("--json", action="store_true")
-    bg.add_argument("-q", "--quiet", action="store_true")
+    bg.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    bg.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     bg.set_defaults(func=cmd_bench_generate)
     bf = bsub.add_parser(
         "finetune",
         help="LoRA training tokens/s and peak memory (random weights of AutoTriton's shape)",
     )
-    bf.add_argument("--shape", choices=["autotriton", "tiny"], default="autotriton")
-    bf.add_argument("--examples", type=T["count"], default=8)
-    bf.add_argument("--seq-tokens", type=T["tokens"], default=2048)
-    bf.add_argument("--rank", type=_setting("finetune", "rank"), default=16)
-    bf.add_argument("--json", action="store_true")
-    bf.add_argument("-q", "--quiet", action="store_true")
+    bf.add_argument("--shape", choices=["autotriton", "tiny"], default="autotriton",
+                    help="the model's shape, random weights (default %(default)s: the 8B model's)")
+    bf.add_argument("--examples", type=T["count"], default=8,
+                    help="training examples (default %(default)s)")
+    bf.add_argument("--seq-tokens", type=T["tokens"], default=2048,
+                    help="tokens per example (default %(default)s)")
+    bf.add_argument("--rank", type=_setting("finetune", "rank"), default=16,
+                    help="LoRA rank (default %(default)s)")
+    bf.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    bf.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     bf.set_defaults(func=cmd_bench_finetune)
     bp = bsub.add_parser(
         "pipeline",
@@ -143,8 +153,10 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
     bp.add_argument(
         "candidates", type=existing_dir, help="folder of candidate files (replayed as the model)"
     )
-    bp.add_argument("-n", type=T["samples"], default=run.n)
-    bp.add_argument("--repeats", type=T["count"], default=2)
+    bp.add_argument("-n", type=T["samples"], default=run.n,
+                    help=f"candidates per cell, replayed from the folder (default {run.n})")
+    bp.add_argument("--repeats", type=T["count"], default=2,
+                    help="cells of this task in one session, the first included (default %(default)s)")
     bp.add_argument(
         "--then",
         type=_then,
@@ -152,6 +164,6 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
         metavar="REF.py:DIR",
         help="after the repeats, a cell for another task in the same session (repeatable)",
     )
-    bp.add_argument("--json", action="store_true")
+    bp.add_argument("--json", action="store_true", help="one JSON object on stdout")
     _add_verify_flags(bp)
     bp.set_defaults(func=cmd_bench_pipeline)

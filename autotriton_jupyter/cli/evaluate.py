@@ -69,10 +69,12 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
         type=existing_dir,
         help="score these files instead of generating: DIR/<task>/*.py",
     )
-    e.add_argument("--model", type=T["name"])
+    e.add_argument("--model", type=T["name"], help="the model that generates (`autotriton model list`; default: the configured one)")
     e.add_argument("-n", type=T["samples"], default=run.n, help=f"samples per task (default {run.n})")
-    e.add_argument("--rounds", type=T["rounds"], default=run.rounds)
-    e.add_argument("--max-tokens", type=T["tokens"], default=sampling.max_tokens)
+    e.add_argument("--rounds", type=T["rounds"], default=run.rounds,
+                   help=f"repair rounds after the first samples (default {run.rounds})")
+    e.add_argument("--max-tokens", type=T["tokens"], default=sampling.max_tokens,
+                   help=f"tokens per answer at most (default {sampling.max_tokens})")
     e.add_argument(
         "--out",
         type=output_dir,
@@ -86,6 +88,6 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
         default=LAUNCH_BOUND_MS,
         help="mark timings under this many ms per call as launch-bound (default %(default)s)",
     )
-    e.add_argument("--json", action="store_true")
+    e.add_argument("--json", action="store_true", help="one JSON object on stdout (the summary)")
     _add_verify_flags(e)
     e.set_defaults(func=cmd_eval, precheck=_check_eval)

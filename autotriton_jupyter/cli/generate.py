@@ -60,6 +60,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     options = _model_options(args)
     progress = _TokenProgress(args.quiet)
     generator = load(options.name, options, on_event=progress)
+    _warn_replay_repeats(generator, args.n)
     params = GenerationParams(
         max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p, seed=args.seed
     )
@@ -84,18 +85,69 @@ def cmd_generate(args: argparse.Namespace) -> int:
         )
     else:
         for x, w in zip(samples, written):
-            what = w["code"] or f"no candidate ({x.problem})"
+            what = w["code"]
+            if x.problem:  # no candidate; with code, the file holds its last code block
+                block = f"its last code block: {w['code']}, " if w["code"] else ""
+                what = f"no candidate ({x.problem}); {block}its answer: {w['completion']}"
             print(
                 f"sample {x.sample + 1}: {x.tokens} tokens in {x.seconds:.1f} s "
                 f"({x.tokens_per_s:.1f} tok/s, {x.finish_reason}) -> {what}"
             )
         print(f"written to {out_dir} (summary.json)")
     if interrupted:
-        print(
-            f"autotriton: interrupted; {len(samples)} finished samples were kept.", file=sys.stderr
+        done = sum(x.finish_reason != "cancelled" for x in samples)
+        kept = (
+            f"no sample had finished, so none was kept; run again with --force (to replace what "
+            f"this run wrote in {out_dir}) or with another -o DIR"
+            if done == 0
+            else f"1 finished sample was kept in {out_dir}"
+            if done == 1
+            else f"{done} finished samples were kept in {out_dir}"
         )
+        print(f"autotriton: interrupted; {kept}.", file=sys.stderr)
         return 130
     return EXIT_PASS
+
+
+def _warn_replay_repeats(generator: Any, n: int) -> None:
+    """files:DIR with fewer answer files than -n replays them in turn: say so, once."""
+    from ..model.backends.replay import SUFFIXES, ReplayGenerator
+
+    if not isinstance(generator, ReplayGenerator) or len(generator.files) >= n:
+        return
+    k = len(generator.files)
+    repeats = (
+        "the last sample repeats an earlier one"
+        if n - k == 1
+        else f"the last {n - k} samples repeat earlier ones"
+    )
+    _warn(
+        f"{generator.name} holds only {k} answer file{'s' if k > 1 else ''} for -n {n}: the "
+        f"files are replayed in turn, so {repeats}; pass -n {k}, or put more answer files "
+        f"({', '.join(SUFFIXES)}) in {generator.folder}."
+    )
+
+
+def _check_library(library: str | None) -> None:
+    """Raise the StoreError the results' save would meet. A library not there yet is not
+    made here (a run that fails before its save leaves none): its folder is checked."""
+    import os
+
+    from ..store import Store, StoreError, default_path
+
+    path = Path(library) if library else default_path()
+    if path.exists():
+        with Store(path) as store:
+            store.writable()
+        return
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise StoreError(
+            f"A new kernel library cannot be made at {path}: {folder} is not a writable "
+            "folder. Use a writable path (AUTOTRITON_LIBRARY or --library)."
+        )
 
 
 def cmd_tritonize(args: argparse.Namespace) -> int:
@@ -111,8 +163,7 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
     tuning = tune_settings(args.tune, args.no_tune, args.tune_budget, args.tune_variants)  # refused before any work
     options = _model_options(args)
     verify = _options(args)
-    with Store(args.library) as store:  # before any work: a library that cannot take the results
-        store.writable()
+    _check_library(args.library)  # before any work: a library that cannot take the results
     progress = _TokenProgress(args.quiet)
     generator = load(options.name, options, on_event=progress)
     topts = TritonizeOptions(
@@ -145,7 +196,11 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
         lambda cancel: tritonize(task, generator, topts, on_event=on_event, cancel=cancel)
     )
     if interrupted:
-        print("autotriton: interrupted; the candidates that finished are kept.", file=sys.stderr)
+        print(
+            "autotriton: interrupted; the candidates judged before it keep their verdicts, and "
+            "the samples cut off or not judged are stored marked interrupted.",
+            file=sys.stderr,
+        )
     best = result.best
     replaced = None  # the kernel that --accept replaced: its task's name
     with Store(args.library) as store:
@@ -183,6 +238,8 @@ def cmd_tritonize(args: argparse.Namespace) -> int:
             print("\nbest candidate:\n" + format_text(best.report))
             if args.output:
                 print(f"written to {args.output}")
+        elif args.output:
+            print(f"\nno candidate passed, so {args.output} was not written")
         if ids:
             span = f"candidate #{ids[0]}" if len(ids) == 1 else f"candidates #{min(ids)} to #{max(ids)}"
             print(f"\nstored in {where} as {span} (`autotriton kernels candidates` lists them)")
@@ -253,14 +310,14 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
         help="overwrite the samples of an earlier run in the output folder",
     )
     g.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    g.add_argument("-q", "--quiet", action="store_true")
+    g.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     g.set_defaults(func=cmd_generate, precheck=_check_generate)
 
     t = sub.add_parser(
         "tritonize",
         help="generate, verify and rank Triton rewrites of a task",
         description="Exit status: 0 a candidate passed, 1 none did (also after Ctrl-C, which "
-        "keeps the candidates that finished), 2 usage or input error.",
+        "stops the candidates being checked and keeps the verdicts given), 2 usage or input error.",
     )
     t.add_argument("reference", type=source_file, help="REF.py in the KernelBench format")
     t.add_argument("-n", type=T["samples"], default=run.n, help=f"samples (default {run.n})")

@@ -55,9 +55,19 @@ def cmd_kernels_recover(args: argparse.Namespace) -> int:
 
 def cmd_kernels_accept(args: argparse.Namespace) -> int:
     """Keep a stored candidate that passed under a name, as the notebook's Accept does."""
-    from ..store import Store, StoreError
+    from ..store import NoLibrary, Store, StoreError
 
-    with Store(args.library) as store:
+    # Checked with a store that only reads: an accept that is refused makes no library
+    # and upgrades none.
+    try:
+        reading = Store(args.library, write=False)
+    except NoLibrary as e:
+        raise StoreError(
+            f"There is no kernel library at {e.path} yet, so there is no candidate "
+            f"#{args.id} to accept; nothing was made. `autotriton tritonize` stores "
+            "candidates (with --library to pick this one)."
+        ) from None
+    with reading as store:
         c = store.candidate(args.id)
         if c is None:
             raise StoreError(
@@ -84,14 +94,23 @@ def cmd_kernels_accept(args: argparse.Namespace) -> int:
             # the same candidate, unedited (an edited one is replaced by what was verified)
             print(f"{args.name} is already candidate #{c['id']} of {c['task_name']} in {store.path}")
             return EXIT_PASS
-        replaced = kept is not None
-        store.accept(args.name, c["task_id"], c["code"], candidate_id=c["id"], replace=True)
-        where = store.path
+    with Store(reading.path) as writing:
+        writing.accept(args.name, c["task_id"], c["code"], candidate_id=c["id"], replace=True)
+    what = f"candidate #{c['id']} of {c['task_name']}"
+    if c["verdict"] == "conditional":
+        what += ", conditional"
+        if kept is not None and kept.verdict == "pass":  # a step down the user should see
+            what += ": it replaced a kernel that passed"
     print(
-        f"{'replaced' if replaced else 'accepted'}: {args.name} (candidate #{c['id']} of "
-        f"{c['task_name']}) in {where}; load it with `from autotriton_jupyter import "
-        f"load_kernel; {args.name} = load_kernel({args.name!r})`"
+        f"{'replaced' if kept is not None else 'accepted'}: {args.name} ({what}) in {reading.path}; "
+        f"load it with `from autotriton_jupyter import load_kernel; {args.name} = "
+        f"load_kernel({args.name!r})`"
     )
+    if c["verdict"] == "conditional":
+        print(
+            f"  {args.name} is right on the task's inputs but wrong on inputs the verifier made "
+            "from them: it may give wrong results on such inputs (load_kernel warns of it)."
+        )
     return EXIT_PASS
 
 
@@ -102,7 +121,7 @@ def _read_or_say(library: str | None, nothing: str) -> Any:
     try:
         return Store(library, write=False)
     except NoLibrary as e:
-        print(f"{nothing} (there is no library at {e.path})")
+        print(f"{nothing} (there is no kernel library at {e.path} yet)")
         return None
 
 
@@ -142,6 +161,8 @@ def cmd_kernels(args: argparse.Namespace) -> int:
             rows = store.accepted()
             if not rows:
                 print(f"no accepted kernels yet in {store.path}")
+            else:
+                print(f"{'name':<24} {'task':<20} {'verdict':<12} {'speedup':<28} accepted")
             for a in rows:
                 if a.speedup_vs_eager_b2b:  # device time: what ranked it
                     sp = f"{a.speedup_vs_eager_b2b:.2f}x eager back to back"
@@ -149,9 +170,14 @@ def cmd_kernels(args: argparse.Namespace) -> int:
                     sp = f"{a.speedup_vs_eager:.2f}x eager one call"
                 else:
                     sp = "not timed"
+                verdict = a.verdict or "unknown"  # no candidate's record (kept without one)
                 print(
-                    f"{a.name:<24} {a.task_name:<20} {sp:<28} {time.strftime('%Y-%m-%d', time.localtime(a.created))}"
+                    f"{a.name:<24} {a.task_name:<20} {verdict:<12} {sp:<28} "
+                    f"{time.strftime('%Y-%m-%d', time.localtime(a.created))}"
                 )
+            if any(a.verdict == "conditional" for a in rows):
+                print("conditional: right on the task's inputs, wrong on inputs the verifier made "
+                      "from them; it may give wrong results on such inputs.")
         elif args.what == "show":
             print(store.get(args.name).code)
         else:
@@ -215,15 +241,15 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
     kcand = ksub.add_parser("candidates", help="the newest stored candidates, with the ids `accept` takes")
     kcand.add_argument("--task", type=T["name"], help="only this task's")
     kcand.add_argument("--limit", type=T["count"], default=20, help="how many (default %(default)s)")
-    kcand.add_argument("--library", type=library_file)
+    kcand.add_argument("--library", type=library_file, help="the library (default: AUTOTRITON_LIBRARY, else the user data directory)")
     kcand.set_defaults(func=cmd_kernels_candidates)
     kc = ksub.add_parser("check", help="SQLite's integrity check of the library")
-    kc.add_argument("--library", type=existing_file)
+    kc.add_argument("--library", type=existing_file, help="the library to check (default: AUTOTRITON_LIBRARY, else the user data directory)")
     kc.set_defaults(func=cmd_kernels_check)
     kr = ksub.add_parser(
         "recover", help="copy what is readable of a damaged library into a new file"
     )
-    kr.add_argument("--library", type=existing_file)
+    kr.add_argument("--library", type=existing_file, help="the damaged library, only read (default: AUTOTRITON_LIBRARY, else the user data directory)")
     kr.add_argument(
         "--out", type=output_file, help="the new library (default LIBRARY.recovered.sqlite)"
     )

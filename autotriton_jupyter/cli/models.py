@@ -174,10 +174,14 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
     f.add_argument(
         "--name", type=T["adapter"], default="personal", help="adapter name (default %(default)s)"
     )
-    f.add_argument("--rank", type=_setting("finetune", "rank"))
-    f.add_argument("--alpha", type=_setting("finetune", "alpha"))
-    f.add_argument("--epochs", type=_setting("finetune", "epochs"))
-    f.add_argument("--lr", type=_setting("finetune", "lr"))
+    f.add_argument("--rank", type=_setting("finetune", "rank"),
+                   help=f"LoRA rank (default {FinetuneOptions.rank})")
+    f.add_argument("--alpha", type=_setting("finetune", "alpha"),
+                   help=f"LoRA alpha, its scale (default {FinetuneOptions.alpha})")
+    f.add_argument("--epochs", type=_setting("finetune", "epochs"),
+                   help=f"passes over the accepted kernels (default {FinetuneOptions.epochs})")
+    f.add_argument("--lr", type=_setting("finetune", "lr"),
+                   help=f"learning rate (default {FinetuneOptions.lr:g})")
     f.add_argument(
         "--method",
         choices=["sft", "grpo"],
@@ -206,16 +210,22 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
         default=sampling.max_tokens,
         help="per answer when comparing before/after on held-out tasks",
     )
-    f.add_argument("--library", type=existing_file)
-    f.add_argument("-q", "--quiet", action="store_true")
+    f.add_argument("--library", type=existing_file,
+                   help="the kernel library to learn from (default: AUTOTRITON_LIBRARY, else the user data directory)")
+    f.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     f.set_defaults(func=cmd_finetune, model=None)
 
     a = sub.add_parser("adapters", help="LoRA adapters made by finetune")
     asub = a.add_subparsers(dest="what", required=True)
-    asub.add_parser("list").set_defaults(func=cmd_adapters)
-    for what in ("use", "remove"):
-        ap = asub.add_parser(what)
-        ap.add_argument("name", type=T["adapter"])
+    asub.add_parser("list", help="the adapters: base model, examples, final loss, date").set_defaults(
+        func=cmd_adapters
+    )
+    for what, says in (
+        ("use", "make this adapter the one generation uses for its base model (over the newest)"),
+        ("remove", "delete this adapter's files"),
+    ):
+        ap = asub.add_parser(what, help=says)
+        ap.add_argument("name", type=T["adapter"], help="the adapter's name (`autotriton adapters list`)")
         ap.set_defaults(func=cmd_adapters)
     ae = asub.add_parser("export", help="write an adapter as a llama.cpp LoRA GGUF file")
     ae.add_argument("name", type=T["adapter"])
@@ -228,9 +238,9 @@ def register(sub: Any, T: dict[str, Callable[[str], Any]], sampling: Any, run: A
     m = sub.add_parser("model", help="the models available here")
     msub = m.add_subparsers(dest="what", required=True)
     ml = msub.add_parser("list", help="named models and what each needs")
-    ml.add_argument("--json", action="store_true")
+    ml.add_argument("--json", action="store_true", help="one JSON object on stdout")
     ml.set_defaults(func=cmd_model_list, model=None)
     mp = msub.add_parser("pull", help="download a model's weights (needs network)")
     mp.add_argument("name", nargs="?", type=T["name"], default="autotriton")
-    mp.add_argument("-q", "--quiet", action="store_true")
+    mp.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     mp.set_defaults(func=cmd_model_pull)

@@ -63,8 +63,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
             _warn(f"the verifier service failed during this verify ({e}); verifying here instead")
         except KeyboardInterrupt:
             print(
-                "autotriton: interrupted; the verifier service still finishes this candidate "
-                "(its verdict is not shown; `autotriton verifier stop` ends the service).",
+                "autotriton: interrupted; the verifier service stops this candidate (no "
+                "verdict) and goes on (`autotriton verifier stop` ends it).",
                 file=sys.stderr,
             )
             return 130
@@ -286,6 +286,7 @@ def cmd_verifier(args: argparse.Namespace) -> int:
     from ..verify import service
 
     try:
+        service.folder()  # a runtime folder it cannot use: said, not read as "none runs"
         if args.what == "start":
             options = _options(args)
             got = service.start(options, args.idle * 60.0, on_event=_progress(args.quiet))
@@ -340,6 +341,12 @@ def cmd_verifier(args: argparse.Namespace) -> int:
                 else f"verifier service {_service_state(got)}: "
                 f"{_service_line(got)}"
             )
+            if not args.json and got.get("code") not in (None, service.code_id()):
+                print(
+                    "note: it runs other autotriton code than this command (changed since it "
+                    "started, or another installation): verifies from here are done in their "
+                    "own process; `autotriton verifier stop`, then start it again"
+                )
     except service.ServiceError as e:
         print(f"autotriton: {e}", file=sys.stderr)
         return EXIT_USAGE if e.usage else EXIT_FAIL

@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, InvalidStateError, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -473,6 +473,8 @@ class _Overlap:
             return not self.user_cancel.cancelled  # an interrupted run is not timed
 
         rep = self.v.verify(self.task, Candidate(code, self._name(i)), before_timing=checked)
+        if self.user_cancel.cancelled and judging.checked is None:
+            return rep  # stopped by the interrupt, most likely: no verdict to tell (_await)
         _quietly(  # as for the samples that share this judging
             self.emit,
             PipelineEvent("verified", rep.verdict, sample=i, round=self.rnd, data={"report": rep.to_dict()}),
@@ -495,8 +497,10 @@ class _Overlap:
                 futures[b.sample] = fut
             elif not self.user_cancel.cancelled:
                 futures[b.sample] = self._submit(b.sample, b.code)
+        codes = {b.sample: b.code for b in batch}
+        stopped = self._await({f: codes[i] for i, f in futures.items()})
         for b in batch:
-            if b.sample in futures:
+            if b.sample in futures and futures[b.sample] not in stopped:
                 b.report = futures[b.sample].result()
         # A copy of a judging that failed through the machine: judged once more, for all of
         # this round's samples with that code (the first of them judged, the others copies).
@@ -506,9 +510,31 @@ class _Overlap:
             if b.sample in self.copies and b.report is not None and _machine_failed(b.report)
             and not self.user_cancel.cancelled
         }
+        stopped = self._await({f: codes[i] for i, f in again.items()})
         for b in batch:
-            if b.sample in again:
+            if b.sample in again and again[b.sample] not in stopped:
                 b.report = again[b.sample].result()
+
+    def _await(self, futures: dict[Future, str | None]) -> set[Future]:
+        """Wait for these judgings (each with its code). An interrupt meanwhile stops the
+        candidates still being checked for correctness (their workers are killed, and one
+        not begun is not begun): those judgings, returned, give no verdict (their samples
+        are marked interrupted). One whose correctness was judged finishes, untimed."""
+        pending = [f for f in futures if not f.done()]
+        while pending:
+            if self.user_cancel.cancelled:
+                checked = {c for c, j in self.judged.items() if j.checked is not None}
+                for f in pending:
+                    if f in self.own:  # (a copy's Future follows its judging's)
+                        f.cancel()
+                self.v.interrupt()
+                while not all(f.done() for f in pending):
+                    time.sleep(0.05)
+                return {f for f in pending if f.cancelled() or futures[f] not in checked}
+            # (A Future cancelled by hand is done() but never ends a wait(): the timeout.)
+            wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+            pending = [f for f in pending if not f.done()]
+        return set()
 
     def close(self) -> None:
         self.generating.set()

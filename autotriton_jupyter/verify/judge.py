@@ -17,6 +17,7 @@ import os
 import secrets
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -267,6 +268,28 @@ def _total_memory() -> int:
         return 16 * 2**30
 
 
+def _unknown_ops(allow: Iterable[str]) -> str:
+    """A note on --allow-torch names that are no ATen op (a typo allows nothing)."""
+    import torch
+
+    unknown = [a for a in allow if a != "all" and not a.endswith("*") and not hasattr(torch.ops.aten, a)]
+    if not unknown:
+        return ""
+    return (
+        f" (--allow-torch named {', '.join(repr(a) for a in unknown)}, which "
+        f"{'is no ATen op' if len(unknown) == 1 else 'are no ATen ops'}: check the spelling.)"
+    )
+
+
+class _Judging:
+    """One verify call, for interrupt(): whether its first verdict (correctness) is given."""
+
+    __slots__ = ("past_first_verdict",)
+
+    def __init__(self) -> None:
+        self.past_first_verdict = False
+
+
 class Verifier(ReferencePrep, TimedChecks):
     """Verifies candidates against tasks with a pool of isolated workers; use as a context manager."""
 
@@ -294,6 +317,9 @@ class Verifier(ReferencePrep, TimedChecks):
         self._refs: dict[str, Reference] = {}
         self._refs_lock = threading.Lock()
         self._owns_pool = True
+        # Its verifies' candidate workers, each with its verify's _Judging (interrupt()).
+        self._judging: weakref.WeakKeyDictionary[Worker, _Judging] = weakref.WeakKeyDictionary()
+        self._interrupted = False
         if self.device == "cuda":  # the judge compares outputs on the GPU: its CUDA start, meanwhile
             self._cuda_start = threading.Thread(
                 target=_start_cuda, args=(self.pool.lock,), name="autotriton-judge-cuda", daemon=True
@@ -327,7 +353,26 @@ class Verifier(ReferencePrep, TimedChecks):
         v.options, v.device, v.parallel, v.pool = options, self.device, self.parallel, self.pool
         v.on_event = on_event or (lambda _msg: None)
         v._refs, v._refs_lock, v._owns_pool = self._refs, self._refs_lock, False
+        v._judging, v._interrupted = weakref.WeakKeyDictionary(), False  # (this view's own)
         return v
+
+    def interrupt(self) -> None:
+        """A user's interrupt: the candidates this verifier (this view) is still checking
+        for correctness stop now. Their workers are killed, so their verifies end at once,
+        with reports that are no verdicts (the caller drops them); nothing is judged again.
+        A verify past its first verdict (`before_timing` called) finishes: the caller's
+        before_timing then skips the timing. References and their workers stay."""
+        self._interrupted = True
+        for w, judging in list(self._judging.items()):
+            if not judging.past_first_verdict:
+                w.signal()
+
+    def _candidate_worker(self, judging: _Judging) -> Worker:
+        w = self.pool.acquire()
+        self._judging[w] = judging
+        if self._interrupted and not judging.past_first_verdict:  # interrupted as it started
+            w.signal()
+        return w
 
     # lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> Verifier:
@@ -365,26 +410,36 @@ class Verifier(ReferencePrep, TimedChecks):
         """
         alone = False
         asked: list[Report] = []  # the first verdicts given: a report past them is not judged again
+        judging = _Judging()
 
         def first_verdict(rep: Report) -> bool:
             asked.append(rep)
+            judging.past_first_verdict = True
             assert before_timing is not None  # only passed on when there is one
             return before_timing(rep)
 
         gate = first_verdict if before_timing is not None else None
         for attempt in range(RETRIES_WHEN_LOST + 1):
-            report, beside = self._verify_once(task, candidate, gate)
+            report, beside = self._verify_once(task, candidate, gate, judging)
             if beside and not alone and not asked and _short_of_memory(report):
                 alone = True  # once: the reference is kept now, so no candidate runs beside it
                 self.on_event(f"{report.candidate}: it ran out of memory beside its reference; again alone")
-                report, _ = self._verify_once(task, candidate, gate)
-            if not any(c.name == "lost" for c in report.failed()) or attempt == RETRIES_WHEN_LOST:
+                report, _ = self._verify_once(task, candidate, gate, judging)
+            if (
+                not any(c.name == "lost" for c in report.failed())
+                or attempt == RETRIES_WHEN_LOST
+                or self._interrupted
+            ):
                 return report
             self.on_event(f"{report.candidate}: its worker was lost with the fork server; again")
         return report
 
     def _verify_once(
-        self, task: Task, candidate: Candidate, before_timing: Callable[[Report], bool] | None
+        self,
+        task: Task,
+        candidate: Candidate,
+        before_timing: Callable[[Report], bool] | None,
+        judging: _Judging,
     ) -> tuple[Report, bool]:
         """One judging; and whether the candidate started beside its reference."""
         t0 = time.perf_counter()
@@ -414,7 +469,7 @@ class Verifier(ReferencePrep, TimedChecks):
             self._signature(task, candidate, sig)
             # Where this verify runs the reference, the candidate starts on its first input
             # set meanwhile (firstrun.py).
-            first = FirstRun(self.pool, lambda ref, run: self._first_part(ref, candidate, r, run))
+            first = FirstRun(self.pool, lambda ref, run: self._first_part(ref, candidate, r, run, judging))
             # A reference that cannot run is the caller's error. Held until this candidate
             # is judged: other tasks cannot push it out from under it meanwhile.
             try:
@@ -428,7 +483,7 @@ class Verifier(ReferencePrep, TimedChecks):
                     if not r.failed():
                         beside = first.started
                         report = self._against(
-                            ref, candidate, r, before_timing, t0, first if beside else None
+                            ref, candidate, r, before_timing, t0, judging, first if beside else None
                         )
                         return report, beside
                 finally:
@@ -471,6 +526,7 @@ class Verifier(ReferencePrep, TimedChecks):
         r: Report,
         before_timing: Callable[[Report], bool] | None,
         t0: float,
+        judging: _Judging,
         first: FirstRun | None = None,
     ) -> Report:
         """The candidate judged against the reference, once the lint passed; `first`: its
@@ -503,7 +559,7 @@ class Verifier(ReferencePrep, TimedChecks):
                 r.seconds["worker_wait"] = begun["worker_wait"]
             else:
                 w0 = time.perf_counter()
-                w = self.pool.acquire()
+                w = self._candidate_worker(judging)
                 r.seconds["worker_wait"] = time.perf_counter() - w0
             r.seconds["worker_init"] = float((w.ready or {}).get("init_s", 0.0))
             self._judge(ref, candidate, w, r, before_timing, release, begun)
@@ -773,13 +829,15 @@ class Verifier(ReferencePrep, TimedChecks):
             tolerance=(o.atol, o.rtol),
         )
 
-    def _first_part(self, ref: Reference, candidate: Candidate, r: Report, run: FirstRun) -> dict[str, Any]:
+    def _first_part(
+        self, ref: Reference, candidate: Candidate, r: Report, run: FirstRun, judging: _Judging
+    ) -> dict[str, Any]:
         """The candidate's worker, its load and the plan's first part (the reference's first
         input set, all of `ref` there is yet), on FirstRun's thread. The load's or the run's
         error is kept for _judge and _run_plan to raise; r is only read (its name)."""
         self._say_running(r)
         w0 = time.perf_counter()
-        w = self.pool.acquire()
+        w = self._candidate_worker(judging)
         run.hold(w)
         got: dict[str, Any] = {"worker_wait": time.perf_counter() - w0}
         with self.pool.lock.shared():
@@ -1068,7 +1126,7 @@ class Verifier(ReferencePrep, TimedChecks):
                 f"forward ran PyTorch compute ops {where}: {_fmt_ops(ops)}; the "
                 f"work must be done by the candidate's Triton kernels. Only if a kernel that "
                 f"leaves these ops to PyTorch is what you want (a matmul left to cuBLAS, say) "
-                f"does --allow-torch {flag} allow them.",
+                f"does --allow-torch {flag} allow them.{_unknown_ops(self.options.allow_torch)}",
             )
         else:
             r.add("torch_ops", PASS)

@@ -29,6 +29,7 @@ import hashlib
 import itertools
 import json
 import os
+import select
 import signal
 import socket
 import struct
@@ -638,9 +639,10 @@ class _Service:
             _send(
                 conn,
                 {
-                    "error": f"it runs other autotriton code (pid {os.getpid()}, started from "
-                    f"{Path(__file__).resolve().parent.parent}); `autotriton verifier stop`, then "
-                    "start it again from this installation",
+                    "error": f"it runs other autotriton code: its source changed since it "
+                    f"started, or this command is another installation's (pid {os.getpid()}, "
+                    f"started from {Path(__file__).resolve().parent.parent}); `autotriton "
+                    "verifier stop`, then `autotriton verifier start` again",
                     "kind": "options",
                 },
             )
@@ -665,12 +667,16 @@ class _Service:
                 "verifies at once"
             )
             self.slots.acquire()
+        view = self.verifier.view(options, on_event=event)
+        done = threading.Event()
+        threading.Thread(target=_on_hang_up, args=(conn, done, view.interrupt), daemon=True).start()
         try:
-            report = self.verifier.view(options, on_event=event).verify(task, cand)
+            report = view.verify(task, cand)
         except TaskError as e:
             _send(conn, {"error": str(e), "kind": "task"})
             return
         finally:
+            done.set()
             self.slots.release()
         _send(conn, {"report": json.loads(report.to_json()), "pid": os.getpid()})
 
@@ -730,6 +736,23 @@ class _Service:
                 time.sleep(0.1)
             self.verifier.close()
             _drop_info()  # last: until here `status` finds it ending (its info file and lock)
+
+
+def _on_hang_up(conn: socket.socket, done: threading.Event, then: Callable[[], None]) -> None:
+    """Call `then` if the client goes (Ctrl-C) before `done`: its candidate is stopped, not
+    judged to the end for nobody (a hanging one would hold the service until its timeout).
+    A client sends nothing after its request, so anything readable is its end."""
+    while not done.is_set():
+        try:
+            readable, _, _ = select.select([conn], [], [], 0.2)
+            if not readable:
+                continue
+            gone = conn.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):  # reset by the client; or closed here, once done
+            gone = True
+        if gone and not done.is_set():
+            then()
+        return
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

@@ -52,6 +52,17 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[:400]}" if text else type(e).__name__
 
 
+def _alone(e: BaseException) -> str:
+    """For a module not found: that a file is judged alone (what it can import, and not)."""
+    if type(e) is not ModuleNotFoundError:
+        return ""
+    return (
+        ". A task or candidate is judged as one file, copied alone into the verifier's "
+        "sandbox: a module beside it cannot be imported. Put what it needs into the file "
+        "itself (installed packages, such as torch and triton, import as usual)."
+    )
+
+
 def _from_their_code(e: BaseException, path: str) -> str:
     """e's traceback from the first frame in the file at `path` on (the judge's frames
     before it are of no use to the candidate's author), or whole if none is there."""
@@ -365,7 +376,7 @@ class WorkerState:
         try:
             mod = _import_file(path, REFERENCE_MODULE)
         except BaseException as e:
-            raise WorkerError(f"Importing the reference raised {_describe(e)}") from e
+            raise WorkerError(f"Importing the reference raised {_describe(e)}{_alone(e)}") from e
         self.module = mod
         for name in ("Model", "get_inputs", "get_init_inputs"):
             if not hasattr(mod, name):
@@ -714,7 +725,7 @@ class WorkerState:
         try:
             mod = _import_file(path, CANDIDATE_MODULE, guard=True)
         except BaseException as e:
-            raise WorkerError(f"Importing the candidate raised {_describe(e)}") from e
+            raise WorkerError(f"Importing the candidate raised {_describe(e)}{_alone(e)}") from e
         cls = getattr(mod, "ModelNew", None)
         if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
             raise WorkerError("ModelNew is not an nn.Module class.")
