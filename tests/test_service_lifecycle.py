@@ -123,6 +123,9 @@ class _Blocking:
     def view(self, options, on_event=None):
         return self
 
+    def interrupt(self) -> None:  # (its clients stay: never called)
+        raise AssertionError("a verify was interrupted though its client stayed")
+
     def verify(self, task, cand):
         from autotriton_jupyter.task import TaskError
 

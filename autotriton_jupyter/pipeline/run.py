@@ -13,7 +13,7 @@ import copy
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, InvalidStateError, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +24,7 @@ from ..model.generator import Cancel, Chat, Event, Generator
 from ..model.prompts import repair_chat, speed_chat, task_chat
 from ..task import Candidate, Task
 from ..verify import Report, Verifier
+from ..verify.judge import Interrupted
 from ..verify.report import FAIL, INCONCLUSIVE
 from .attempt import Attempt, Result, rank_key, speedups
 
@@ -327,7 +328,7 @@ class _Judging:
         nor when it failed in a way that may not be the code's (a worker that ran out of
         time under load, or could not start, or was lost with its fork server)."""
         f = self.future
-        if f.cancelled():
+        if _stopped(f):
             return False
         if not f.done() or f.exception() is not None:
             return True
@@ -472,9 +473,8 @@ class _Overlap:
             self.generating.wait()
             return not self.user_cancel.cancelled  # an interrupted run is not timed
 
+        # An interrupt before its first verdict raises Interrupted: no verdict, no event.
         rep = self.v.verify(self.task, Candidate(code, self._name(i)), before_timing=checked)
-        if self.user_cancel.cancelled and judging.checked is None:
-            return rep  # stopped by the interrupt, most likely: no verdict to tell (_await)
         _quietly(  # as for the samples that share this judging
             self.emit,
             PipelineEvent("verified", rep.verdict, sample=i, round=self.rnd, data={"report": rep.to_dict()}),
@@ -497,8 +497,7 @@ class _Overlap:
                 futures[b.sample] = fut
             elif not self.user_cancel.cancelled:
                 futures[b.sample] = self._submit(b.sample, b.code)
-        codes = {b.sample: b.code for b in batch}
-        stopped = self._await({f: codes[i] for i, f in futures.items()})
+        stopped = self._await(futures.values())
         for b in batch:
             if b.sample in futures and futures[b.sample] not in stopped:
                 b.report = futures[b.sample].result()
@@ -510,35 +509,39 @@ class _Overlap:
             if b.sample in self.copies and b.report is not None and _machine_failed(b.report)
             and not self.user_cancel.cancelled
         }
-        stopped = self._await({f: codes[i] for i, f in again.items()})
+        stopped = self._await(again.values())
         for b in batch:
-            if b.sample in again and again[b.sample] not in stopped:
-                b.report = again[b.sample].result()
+            if b.sample in again:  # (stopped: the copy it had is no verdict either)
+                b.report = None if again[b.sample] in stopped else again[b.sample].result()
 
-    def _await(self, futures: dict[Future, str | None]) -> set[Future]:
-        """Wait for these judgings (each with its code). An interrupt meanwhile stops the
-        candidates still being checked for correctness (their workers are killed, and one
-        not begun is not begun): those judgings, returned, give no verdict (their samples
-        are marked interrupted). One whose correctness was judged finishes, untimed."""
+    def _await(self, futures: Iterable[Future]) -> set[Future]:
+        """Wait for these judgings. An interrupt meanwhile stops the candidates still being
+        checked for correctness (their workers are killed, and one not begun is not begun);
+        the judgings so stopped are returned: they give no verdict (their samples are marked
+        interrupted). One whose correctness was judged finishes, untimed."""
         pending = [f for f in futures if not f.done()]
         while pending:
             if self.user_cancel.cancelled:
-                checked = {c for c, j in self.judged.items() if j.checked is not None}
                 for f in pending:
                     if f in self.own:  # (a copy's Future follows its judging's)
                         f.cancel()
                 self.v.interrupt()
                 while not all(f.done() for f in pending):
                     time.sleep(0.05)
-                return {f for f in pending if f.cancelled() or futures[f] not in checked}
+                break
             # (A Future cancelled by hand is done() but never ends a wait(): the timeout.)
             wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
             pending = [f for f in pending if not f.done()]
-        return set()
+        return {f for f in futures if _stopped(f)}
 
     def close(self) -> None:
         self.generating.set()
         self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _stopped(f: Future) -> bool:
+    """A judging cancelled before it began, or stopped by an interrupt (no verdict)."""
+    return f.done() and (f.cancelled() or isinstance(f.exception(), Interrupted))
 
 
 class _EitherCancel(Cancel):

@@ -17,7 +17,6 @@ import os
 import secrets
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -281,13 +280,20 @@ def _unknown_ops(allow: Iterable[str]) -> str:
     )
 
 
-class _Judging:
-    """One verify call, for interrupt(): whether its first verdict (correctness) is given."""
+class Interrupted(Exception):
+    """A verify stopped by Verifier.interrupt() before its first verdict: it has none."""
 
-    __slots__ = ("past_first_verdict",)
+
+class _Judging:
+    """One verify call under way, for interrupt(): its candidate workers, whether its first
+    verdict (correctness) is given, and whether an interrupt stopped it before that."""
+
+    __slots__ = ("past_first_verdict", "stopped", "workers")
 
     def __init__(self) -> None:
         self.past_first_verdict = False
+        self.stopped = False
+        self.workers: list[Worker] = []
 
 
 class Verifier(ReferencePrep, TimedChecks):
@@ -317,9 +323,8 @@ class Verifier(ReferencePrep, TimedChecks):
         self._refs: dict[str, Reference] = {}
         self._refs_lock = threading.Lock()
         self._owns_pool = True
-        # Its verifies' candidate workers, each with its verify's _Judging (interrupt()).
-        self._judging: weakref.WeakKeyDictionary[Worker, _Judging] = weakref.WeakKeyDictionary()
-        self._interrupted = False
+        self._judging: set[_Judging] = set()  # its verifies under way (interrupt())
+        self._judging_lock = threading.Lock()
         if self.device == "cuda":  # the judge compares outputs on the GPU: its CUDA start, meanwhile
             self._cuda_start = threading.Thread(
                 target=_start_cuda, args=(self.pool.lock,), name="autotriton-judge-cuda", daemon=True
@@ -353,24 +358,31 @@ class Verifier(ReferencePrep, TimedChecks):
         v.options, v.device, v.parallel, v.pool = options, self.device, self.parallel, self.pool
         v.on_event = on_event or (lambda _msg: None)
         v._refs, v._refs_lock, v._owns_pool = self._refs, self._refs_lock, False
-        v._judging, v._interrupted = weakref.WeakKeyDictionary(), False  # (this view's own)
+        v._judging, v._judging_lock = set(), threading.Lock()  # (interrupt: this view's own)
         return v
 
     def interrupt(self) -> None:
-        """A user's interrupt: the candidates this verifier (this view) is still checking
-        for correctness stop now. Their workers are killed, so their verifies end at once,
-        with reports that are no verdicts (the caller drops them); nothing is judged again.
-        A verify past its first verdict (`before_timing` called) finishes: the caller's
-        before_timing then skips the timing. References and their workers stay."""
-        self._interrupted = True
-        for w, judging in list(self._judging.items()):
-            if not judging.past_first_verdict:
-                w.signal()
+        """A user's interrupt: the verifies this verifier (this view) has under way and
+        still checking correctness stop now. Their candidates' workers are killed, and
+        those verifies raise Interrupted (no verdict; nothing is judged again). A verify
+        past its first verdict (`before_timing` called) finishes: the caller's
+        before_timing then skips the timing. Verifies begun later, references and their
+        workers are not touched."""
+        with self._judging_lock:
+            doomed = []
+            for judging in self._judging:
+                if not judging.past_first_verdict:
+                    judging.stopped = True
+                    doomed.extend(judging.workers)
+        for w in doomed:
+            w.signal()
 
     def _candidate_worker(self, judging: _Judging) -> Worker:
         w = self.pool.acquire()
-        self._judging[w] = judging
-        if self._interrupted and not judging.past_first_verdict:  # interrupted as it started
+        with self._judging_lock:
+            judging.workers.append(w)
+            stopped = judging.stopped
+        if stopped:  # stopped while its worker started
             w.signal()
         return w
 
@@ -408,27 +420,46 @@ class Verifier(ReferencePrep, TimedChecks):
         A candidate that started beside its reference (firstrun.py) and failed for want of
         memory, which the reference held too, is judged again from the start, alone.
         """
+        judging = _Judging()
+        with self._judging_lock:
+            self._judging.add(judging)
+        try:
+            report = self._verify_retried(task, candidate, before_timing, judging)
+        finally:
+            with self._judging_lock:
+                self._judging.discard(judging)
+        if judging.stopped:
+            raise Interrupted(f"{candidate.name}: stopped by an interrupt before its verdict")
+        return report
+
+    def _verify_retried(
+        self,
+        task: Task,
+        candidate: Candidate,
+        before_timing: Callable[[Report], bool] | None,
+        judging: _Judging,
+    ) -> Report:
         alone = False
         asked: list[Report] = []  # the first verdicts given: a report past them is not judged again
-        judging = _Judging()
 
         def first_verdict(rep: Report) -> bool:
+            with self._judging_lock:  # from here on an interrupt lets it finish
+                judging.past_first_verdict = not judging.stopped
             asked.append(rep)
-            judging.past_first_verdict = True
             assert before_timing is not None  # only passed on when there is one
             return before_timing(rep)
 
         gate = first_verdict if before_timing is not None else None
         for attempt in range(RETRIES_WHEN_LOST + 1):
             report, beside = self._verify_once(task, candidate, gate, judging)
-            if beside and not alone and not asked and _short_of_memory(report):
+            if beside and not alone and not asked and _short_of_memory(report) and not judging.stopped:
                 alone = True  # once: the reference is kept now, so no candidate runs beside it
                 self.on_event(f"{report.candidate}: it ran out of memory beside its reference; again alone")
                 report, _ = self._verify_once(task, candidate, gate, judging)
             if (
                 not any(c.name == "lost" for c in report.failed())
                 or attempt == RETRIES_WHEN_LOST
-                or self._interrupted
+                or judging.stopped
             ):
                 return report
             self.on_event(f"{report.candidate}: its worker was lost with the fork server; again")

@@ -628,6 +628,8 @@ class _Service:
                         self.last = time.monotonic()
 
     def _verify(self, conn: socket.socket, msg: dict[str, Any]) -> None:
+        from .judge import Interrupted  # (the service's side: torch is imported here)
+
         try:
             task = Task(**msg["task"])
             cand = Candidate(**msg["candidate"])
@@ -667,13 +669,15 @@ class _Service:
                 "verifies at once"
             )
             self.slots.acquire()
-        view = self.verifier.view(options, on_event=event)
         done = threading.Event()
-        threading.Thread(target=_on_hang_up, args=(conn, done, view.interrupt), daemon=True).start()
         try:
+            view = self.verifier.view(options, on_event=event)
+            threading.Thread(target=_on_hang_up, args=(conn, done, view.interrupt), daemon=True).start()
             report = view.verify(task, cand)
         except TaskError as e:
             _send(conn, {"error": str(e), "kind": "task"})
+            return
+        except Interrupted:  # its client went: nobody to answer
             return
         finally:
             done.set()
@@ -741,15 +745,19 @@ class _Service:
 def _on_hang_up(conn: socket.socket, done: threading.Event, then: Callable[[], None]) -> None:
     """Call `then` if the client goes (Ctrl-C) before `done`: its candidate is stopped, not
     judged to the end for nobody (a hanging one would hold the service until its timeout).
-    A client sends nothing after its request, so anything readable is its end."""
+    The client sends nothing after its request and keeps its end open until the answer
+    (one that shut its writing side would be taken as gone: it gets no answer)."""
+    watch = select.poll()
+    watch.register(conn, select.POLLIN | select.POLLHUP | select.POLLERR)
     while not done.is_set():
         try:
-            readable, _, _ = select.select([conn], [], [], 0.2)
-            if not readable:
+            if not watch.poll(200):
                 continue
             gone = conn.recv(1, socket.MSG_PEEK) == b""
-        except (OSError, ValueError):  # reset by the client; or closed here, once done
+        except ConnectionError:  # reset by the client
             gone = True
+        except (OSError, ValueError):  # closed here, once done
+            return
         if gone and not done.is_set():
             then()
         return
