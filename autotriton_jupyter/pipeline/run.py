@@ -525,10 +525,9 @@ class _Overlap:
                 for f in pending:
                     if f in self.own:  # (a copy's Future follows its judging's)
                         f.cancel()
+                # Each pass: a judging whose verify began since (it waited for the
+                # reference) is stopped too.
                 self.v.interrupt()
-                while not all(f.done() for f in pending):
-                    time.sleep(0.05)
-                break
             # (A Future cancelled by hand is done() but never ends a wait(): the timeout.)
             wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
             pending = [f for f in pending if not f.done()]
