@@ -186,7 +186,8 @@ def test_a_service_gone_during_tuning_leaves_the_verdict_and_tuning_goes_on_here
 
     def tune(cand, report, judge, limit, progress, rank_by="call"):
         assert any("verified by the verifier service" in n for n in report.notes)
-        assert service.stop() == 0
+        # (0 or 1: the service may count the verify just answered until its handler ends)
+        assert service.stop() in (0, 1) and service.status() is None
         judged.extend(judge([cand]))
         return tuning.Tuning(original_ms=None, skipped="a stand-in for the tuning pass")
 
